@@ -1,0 +1,338 @@
+//! The command line: runc's global flags and verbs, flag for flag as Docker, Podman, containerd and the
+//! CRI path pass them. Parsing only; the verbs live in [`crate::commands`].
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::{Parser, Subcommand};
+
+use crate::bundle::Layout;
+use crate::commands::{self, create::CreateOptions, list::ListFormat, Context};
+use crate::fault::Faults;
+use crate::logging::{LogFormat, Logger};
+use crate::policy::{keys, Policy};
+
+/// The OCI runtime-spec version rloxsc implements.
+pub const SPEC_VERSION: &str = "1.2.0";
+
+/// rloxsc: a hardened, runc-compatible OCI container runtime.
+#[derive(Debug, Parser)]
+#[command(name = "rloxsc", disable_version_flag = true)]
+pub struct Cli {
+    /// Root directory for container state.
+    #[arg(long, global = true, default_value = "/run/rloxsc")]
+    pub root: PathBuf,
+    /// Log file (created even when nothing goes wrong).
+    #[arg(long, global = true)]
+    pub log: Option<PathBuf>,
+    /// Log format.
+    #[arg(long = "log-format", global = true, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    /// Debug logging.
+    #[arg(long, global = true)]
+    pub debug: bool,
+    /// Accepted for compatibility; rloxsc manages cgroupfs directly.
+    #[arg(long = "systemd-cgroup", global = true)]
+    pub systemd_cgroup: bool,
+    /// Accepted for compatibility (checkpointing is not supported).
+    #[arg(long, global = true, hide = true)]
+    pub criu: Option<String>,
+    /// Accepted for compatibility: rloxsc decides rootless mode itself.
+    #[arg(long, global = true, hide = true)]
+    pub rootless: Option<String>,
+    /// Print version information.
+    #[arg(short = 'v', long = "version")]
+    pub version: bool,
+    /// The verb.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Arguments of `create` shared with `run`.
+#[derive(Debug, clap::Args)]
+pub struct CreateArgs {
+    /// Path to the bundle directory.
+    #[arg(short = 'b', long, default_value = ".")]
+    pub bundle: PathBuf,
+    /// Unix socket to receive the pty master of a terminal container.
+    #[arg(long = "console-socket")]
+    pub console_socket: Option<PathBuf>,
+    /// File to write the container's init pid to.
+    #[arg(long = "pid-file")]
+    pub pid_file: Option<PathBuf>,
+    /// Refused: pivot_root is what keeps the host's filesystem out of reach.
+    #[arg(long = "no-pivot")]
+    pub no_pivot: bool,
+    /// Accepted: rloxsc always gives the container a new session keyring (and denies keyring syscalls).
+    #[arg(long = "no-new-keyring")]
+    pub no_new_keyring: bool,
+    /// Number of extra file descriptors (from 3) passed to the container.
+    #[arg(long = "preserve-fds", default_value_t = 0)]
+    pub preserve_fds: i32,
+    /// Container id.
+    pub id: String,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a container (hardened and verified); its process waits for `start`.
+    Create(CreateArgs),
+    /// Start a created container.
+    Start {
+        /// Container id.
+        id: String,
+    },
+    /// Create, start and wait for a container; exits with its status.
+    Run {
+        #[command(flatten)]
+        create: CreateArgs,
+        /// Do not wait: print nothing and exit once the container runs.
+        #[arg(short = 'd', long)]
+        detach: bool,
+    },
+    /// Print a container's state as JSON.
+    State {
+        /// Container id.
+        id: String,
+    },
+    /// Send a signal (default SIGTERM) to a container.
+    Kill {
+        /// Send it to every process of the container.
+        #[arg(short = 'a', long)]
+        all: bool,
+        /// Container id.
+        id: String,
+        /// Signal: a name with or without SIG, or a number.
+        #[arg(default_value = "SIGTERM")]
+        signal: String,
+    },
+    /// Delete a container and everything rloxsc created for it.
+    Delete {
+        /// Kill and delete a running container; clean up after a create killed halfway.
+        #[arg(short = 'f', long)]
+        force: bool,
+        /// Container id.
+        id: String,
+    },
+    /// List containers.
+    List {
+        /// Output format.
+        #[arg(short = 'f', long, value_enum, default_value = "table")]
+        format: ListFormat,
+        /// Print only ids.
+        #[arg(short = 'q', long)]
+        quiet: bool,
+    },
+    /// Write a hardened config.json.
+    Spec {
+        /// Directory to write config.json in.
+        #[arg(short = 'b', long, default_value = ".")]
+        bundle: PathBuf,
+        /// Refused: rootless specs are not supported yet.
+        #[arg(long)]
+        rootless: bool,
+    },
+    /// Print the OCI features document.
+    Features,
+    /// Not implemented yet.
+    Exec(Unimplemented),
+    /// Not implemented yet.
+    Ps(Unimplemented),
+    /// Not implemented yet.
+    Pause(Unimplemented),
+    /// Not implemented yet.
+    Resume(Unimplemented),
+    /// Not implemented yet.
+    Update(Unimplemented),
+    /// Not implemented yet.
+    Events(Unimplemented),
+    /// Not supported.
+    Checkpoint(Unimplemented),
+    /// Not supported.
+    Restore(Unimplemented),
+}
+
+/// Any arguments, for verbs that answer with a clear "not implemented" error.
+#[derive(Debug, clap::Args)]
+pub struct Unimplemented {
+    /// Ignored.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+/// The `--version` text, in runc's three-line form that go-runc parses.
+pub fn version_text() -> String {
+    format!(
+        "rloxsc version {}\ncommit: {}\nspec: {}",
+        env!("CARGO_PKG_VERSION"),
+        option_env!("RLOXSC_GIT_COMMIT").unwrap_or("unknown"),
+        SPEC_VERSION
+    )
+}
+
+/// Parses the command line, runs the verb and returns the process exit status.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    if cli.version {
+        println!("{}", version_text());
+        return 0;
+    }
+    let logger = match Logger::init(cli.log.as_deref(), cli.log_format, cli.debug) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("rloxsc: {e:#}");
+            return 1;
+        }
+    };
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            logger.error(&format!("{e:#}"));
+            1
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<i32> {
+    let ctx = Context {
+        layout: Layout::new(&cli.root),
+        policy: Policy::default(),
+        faults: Faults::from_env(),
+    };
+    let Some(command) = cli.command else {
+        bail!("no command given; see rloxsc --help");
+    };
+    match command {
+        Command::Create(a) => {
+            commands::create::create(&ctx, &create_options(&a, true)?)?;
+        }
+        Command::Start { id } => commands::start::start(&ctx, &id)?,
+        Command::Run { create, detach } => return commands::run::run(&ctx, create_options(&create, detach)?),
+        Command::State { id } => commands::state::state(&ctx, &id)?,
+        Command::Kill { all, id, signal } => commands::kill::kill(&ctx, &id, &signal, all)?,
+        Command::Delete { force, id } => commands::delete::delete(&ctx, &id, force)?,
+        Command::List { format, quiet } => commands::list::list(&ctx, format, quiet)?,
+        Command::Spec { bundle, rootless } => {
+            if rootless {
+                bail!("rloxsc spec --rootless is not supported yet");
+            }
+            commands::spec::spec(&ctx, &bundle)?
+        }
+        Command::Features => commands::features::features(&ctx)?,
+        Command::Exec(_) => bail!("rloxsc exec is not implemented yet: exec'd processes must get rloxsc's seccomp filter and clamped capabilities, which lands with the drop-in work"),
+        Command::Ps(_) => bail!("rloxsc ps is not implemented yet"),
+        Command::Pause(_) => bail!("rloxsc pause is not implemented yet"),
+        Command::Resume(_) => bail!("rloxsc resume is not implemented yet"),
+        Command::Update(_) => bail!("rloxsc update is not implemented yet"),
+        Command::Events(_) => bail!("rloxsc events is not implemented yet"),
+        Command::Checkpoint(_) | Command::Restore(_) => bail!("rloxsc does not support checkpoint/restore"),
+    }
+    Ok(0)
+}
+
+fn create_options(a: &CreateArgs, detach: bool) -> Result<CreateOptions> {
+    if a.no_pivot {
+        bail!("--no-pivot is refused: without pivot_root the host's root filesystem stays reachable from the container (policy key {})", keys::CLI);
+    }
+    if a.no_new_keyring {
+        tracing::info!("--no-new-keyring ignored: the container gets a new session keyring and keyring syscalls are denied");
+    }
+    if a.preserve_fds < 0 {
+        bail!("--preserve-fds must not be negative");
+    }
+    Ok(CreateOptions {
+        id: a.id.clone(),
+        bundle: a.bundle.clone(),
+        pid_file: a.pid_file.clone(),
+        console_socket: a.console_socket.clone(),
+        preserve_fds: a.preserve_fds,
+        detach,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_docker_create_argv() {
+        let c = Cli::try_parse_from([
+            "rloxsc",
+            "--root",
+            "/var/run/docker/runtime-runc/moby",
+            "--log",
+            "/x/log.json",
+            "--log-format",
+            "json",
+            "create",
+            "--bundle",
+            "/b",
+            "--pid-file",
+            "/b/init.pid",
+            "abc",
+        ])
+        .unwrap();
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert!(
+            matches!(c.command, Some(Command::Create(ref a)) if a.id == "abc" && a.pid_file.is_some())
+        );
+    }
+
+    #[test]
+    fn parses_podman_argv_with_equals() {
+        let c = Cli::try_parse_from([
+            "rloxsc",
+            "--log-format=json",
+            "--log",
+            "/l",
+            "create",
+            "--bundle",
+            "/b",
+            "--pid-file",
+            "/p",
+            "--console-socket",
+            "/s",
+            "id1",
+        ])
+        .unwrap();
+        assert!(matches!(c.command, Some(Command::Create(ref a)) if a.console_socket.is_some()));
+    }
+
+    #[test]
+    fn parses_kill_forms() {
+        let c = Cli::try_parse_from(["rloxsc", "kill", "--all", "id", "9"]).unwrap();
+        assert!(
+            matches!(c.command, Some(Command::Kill { all: true, ref signal, .. }) if signal == "9")
+        );
+        let c = Cli::try_parse_from(["rloxsc", "kill", "id"]).unwrap();
+        assert!(matches!(c.command, Some(Command::Kill { ref signal, .. }) if signal == "SIGTERM"));
+    }
+
+    #[test]
+    fn version_has_three_runc_lines() {
+        let v = version_text();
+        let lines: Vec<&str> = v.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("rloxsc version "));
+        assert!(lines[1].starts_with("commit: "));
+        assert!(lines[2].starts_with("spec: 1."));
+    }
+
+    #[test]
+    fn no_pivot_is_refused() {
+        let a = CreateArgs {
+            bundle: ".".into(),
+            console_socket: None,
+            pid_file: None,
+            no_pivot: true,
+            no_new_keyring: false,
+            preserve_fds: 0,
+            id: "x".into(),
+        };
+        assert!(create_options(&a, true)
+            .unwrap_err()
+            .to_string()
+            .contains("--no-pivot is refused"));
+    }
+}

@@ -1,0 +1,244 @@
+//! `create`: harden the caller's spec, create the container through libcontainer, verify its
+//! containment from outside, and only then report success. Any failure removes everything it created.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use libcontainer::container::builder::ContainerBuilder;
+use libcontainer::container::Container;
+use libcontainer::syscall::syscall::SyscallType;
+use oci_spec::runtime::Spec;
+
+use super::Context;
+use crate::bundle::BundleMeta;
+use crate::executor::HardenedExecutor;
+use crate::harden::{harden, HostFacts};
+use crate::{container, facts, seccomp, verify};
+
+/// Options of `create` (and of `run`'s create half).
+#[derive(Debug, Default)]
+pub struct CreateOptions {
+    /// Container id.
+    pub id: String,
+    /// The caller's bundle directory.
+    pub bundle: PathBuf,
+    /// Where to write the init's pid once the container is verified.
+    pub pid_file: Option<PathBuf>,
+    /// The console socket to hand a pty master to (when process.terminal is set).
+    pub console_socket: Option<PathBuf>,
+    /// Extra file descriptors (from 3 up) passed to the container.
+    pub preserve_fds: i32,
+    /// Whether the caller detaches (create, run --detach) or waits for the container (run).
+    pub detach: bool,
+}
+
+/// Reads and parses the caller's config.json with a clear error for every kind of bad input.
+pub fn load_caller_spec(bundle: &Path) -> Result<Spec> {
+    let path = bundle.join("config.json");
+    let data = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    if data.len() > 16 * 1024 * 1024 {
+        bail!(
+            "{} is {} bytes; rloxsc refuses config files over 16 MiB",
+            path.display(),
+            data.len()
+        );
+    }
+    let value: serde_json::Value = serde_json::from_slice(&data)
+        .map_err(|e| anyhow!("{} is not valid JSON: {e}", path.display()))?;
+    serde_json::from_value(value)
+        .map_err(|e| anyhow!("{} is not a valid OCI runtime spec: {e}", path.display()))
+}
+
+/// Creates container `opts.id`. On success the container's init is waiting for `start`, contained and
+/// verified; on failure nothing is left behind.
+pub fn create(ctx: &Context, opts: &CreateOptions) -> Result<Container> {
+    container::validate_id(&opts.id)?;
+    let layout = &ctx.layout;
+    if layout.container_dir(&opts.id).exists() || layout.bundle_dir(&opts.id).exists() {
+        bail!("container with id {:?} already exists", opts.id);
+    }
+    let bundle = std::path::absolute(&opts.bundle).context("cannot resolve the bundle path")?;
+    let caller_spec = load_caller_spec(&bundle)?;
+    layout.ensure()?;
+    let host = facts::gather(&caller_spec, &bundle, layout.root())?;
+    let hardened = harden(&caller_spec, &opts.id, &ctx.policy, &host)
+        .map_err(|r| anyhow!("refusing to create container {:?}: {r}", opts.id))?;
+    for c in &hardened.changes {
+        tracing::info!("container {}: {c}", opts.id);
+    }
+    let mut spec = hardened.spec;
+    ctx.faults.sabotage(&mut spec);
+    let terminal = spec
+        .process()
+        .as_ref()
+        .and_then(|p| p.terminal())
+        .unwrap_or(false);
+    if terminal && opts.console_socket.is_none() {
+        bail!("process.terminal is set but no --console-socket was given: rloxsc does not yet allocate a terminal itself; use --console-socket or set process.terminal to false");
+    }
+
+    let filter = seccomp::compile_filter()
+        .context("cannot compile rloxsc's seccomp filter (policy key seccomp.profile)")?;
+    if !filter.unknown.is_empty() {
+        tracing::debug!(
+            "seccomp: syscalls unknown to this libseccomp stay denied: {:?}",
+            filter.unknown
+        );
+    }
+    let meta = BundleMeta {
+        caller_bundle: bundle.clone(),
+        changes: hardened.changes.iter().map(|c| c.to_string()).collect(),
+    };
+    let private = layout.write_bundle(&opts.id, &spec, &meta)?;
+
+    let built = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
+        .with_executor(HardenedExecutor::new(filter, ctx.faults.executor()))
+        .with_root_path(layout.containers())
+        .and_then(|b| b.with_pid_file(None::<PathBuf>))
+        .map(|b| {
+            b.with_console_socket(opts.console_socket.as_ref())
+                .with_preserved_fds(opts.preserve_fds)
+        })
+        .and_then(|b| b.validate_id())
+        .and_then(|b| {
+            b.as_init(&private)
+                .with_systemd(false)
+                .with_detach(opts.detach)
+                .build()
+        });
+    let mut container = match built {
+        Ok(c) => c,
+        Err(e) => {
+            cleanup_failed_create(ctx, &opts.id);
+            return Err(anyhow!(
+                "cannot create container {:?}: {}",
+                opts.id,
+                error_chain(&e)
+            ));
+        }
+    };
+
+    if let Err(e) = post_create_and_verify(ctx, &container, &spec, &host) {
+        let _ = container.kill(nix::sys::signal::Signal::SIGKILL, true);
+        let _ = container.delete(true);
+        cleanup_failed_create(ctx, &opts.id);
+        return Err(e);
+    }
+    if let Some(pid_file) = &opts.pid_file {
+        if let Err(e) = write_pid_file(pid_file, container.pid().map(|p| p.as_raw()).unwrap_or(0)) {
+            let _ = container.kill(nix::sys::signal::Signal::SIGKILL, true);
+            let _ = container.delete(true);
+            cleanup_failed_create(ctx, &opts.id);
+            return Err(e);
+        }
+    }
+    Ok(container)
+}
+
+/// Mechanics libcontainer does not do, then the outside verification.
+fn post_create_and_verify(
+    ctx: &Context,
+    container: &Container,
+    spec: &Spec,
+    host: &HostFacts,
+) -> Result<()> {
+    let pid = container
+        .pid()
+        .ok_or_else(|| {
+            anyhow!(
+                "container {:?} has no init pid after create",
+                container.id()
+            )
+        })?
+        .as_raw();
+    deny_v1_default_devices(pid)?;
+    verify_now(ctx, container.id(), pid, spec, host)
+}
+
+/// Verifies container `id` (init `pid`) against `spec`, with an error listing every failed property.
+pub fn verify_now(ctx: &Context, id: &str, pid: i32, spec: &Spec, host: &HostFacts) -> Result<()> {
+    let mut failures = verify::verify_container(pid, spec, &ctx.policy, host);
+    if let Some(list) = v1_devices_list(pid) {
+        failures.extend(verify::check_devices_list(&list));
+    }
+    if failures.is_empty() {
+        tracing::debug!("container {id}: containment verified");
+        return Ok(());
+    }
+    let list: Vec<String> = failures.iter().map(|f| f.to_string()).collect();
+    bail!(
+        "container {id:?} failed its containment check and was removed: {}",
+        list.join("; ")
+    )
+}
+
+fn v1_cgroup_dir(pid: i32, controller: &str) -> Option<PathBuf> {
+    let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = cg.lines().find_map(|l| {
+        let mut it = l.splitn(3, ':');
+        let _ = it.next()?;
+        let ctrls = it.next()?;
+        let p = it.next()?;
+        ctrls
+            .split(',')
+            .any(|c| c == controller)
+            .then(|| p.to_string())
+    })?;
+    Some(
+        Path::new("/sys/fs/cgroup")
+            .join(controller)
+            .join(path.trim_start_matches('/')),
+    )
+}
+
+fn v1_devices_list(pid: i32) -> Option<String> {
+    std::fs::read_to_string(v1_cgroup_dir(pid, "devices")?.join("devices.list")).ok()
+}
+
+/// libcontainer always appends `c 10:200 rwm` (/dev/net/tun) to a v1 device cgroup; take it back.
+fn deny_v1_default_devices(pid: i32) -> Result<()> {
+    let Some(dir) = v1_cgroup_dir(pid, "devices") else {
+        return Ok(());
+    };
+    std::fs::write(dir.join("devices.deny"), "c 10:200 rwm").with_context(|| {
+        format!(
+            "cannot deny /dev/net/tun in {} (policy key devices.allowed)",
+            dir.display()
+        )
+    })
+}
+
+/// Removes whatever a failed create left: libcontainer's state directory and rloxsc's private bundle.
+/// (libcontainer removes the cgroups of a create that fails inside it.)
+pub fn cleanup_failed_create(ctx: &Context, id: &str) {
+    let dir = ctx.layout.container_dir(id);
+    if dir.exists() {
+        if let Ok(mut c) = Container::load(dir.clone()) {
+            let _ = c.delete(true);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let _ = ctx.layout.remove_bundle(id);
+}
+
+fn write_pid_file(path: &Path, pid: i32) -> Result<()> {
+    let tmp = path.with_extension(format!("rloxsc-tmp-{}", std::process::id()));
+    std::fs::write(&tmp, pid.to_string())
+        .with_context(|| format!("cannot write pid file {}", path.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write pid file {}", path.display()))
+}
+
+/// Flattens an error and its sources into one line.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let m = c.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        cur = c.source();
+    }
+    s
+}

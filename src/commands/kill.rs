@@ -1,0 +1,72 @@
+//! `kill`: send a signal to the container's init, or with `--all` to every process in its cgroup.
+
+use anyhow::{anyhow, bail, Result};
+use libcontainer::container::ContainerStatus;
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+
+use super::Context;
+use crate::container;
+
+/// Sends `signal` (runc's spellings) to container `id`.
+pub fn kill(ctx: &Context, id: &str, signal: &str, all: bool) -> Result<()> {
+    let sig = container::parse_signal(signal)?;
+    let mut c = container::load(&ctx.layout, id)?;
+    if !c.can_kill() {
+        bail!("container {id:?}: container not running");
+    }
+    match Signal::try_from(sig) {
+        Ok(s) => c.kill(s, all).map_err(|e| {
+            let msg = super::create::error_chain(&e);
+            if msg.contains("ESRCH") || msg.contains("No such process") {
+                anyhow!("container {id:?}: no such process")
+            } else {
+                anyhow!("cannot signal container {id:?}: {msg}")
+            }
+        }),
+        Err(_) => {
+            // real-time signals: libcontainer's Signal type cannot carry them
+            let pid = c
+                .pid()
+                .ok_or_else(|| anyhow!("container {id:?}: container not running"))?;
+            if c.status() == ContainerStatus::Stopped {
+                bail!("container {id:?}: container not running");
+            }
+            let pids = if all {
+                cgroup_pids(pid.as_raw())
+            } else {
+                vec![pid.as_raw()]
+            };
+            for p in pids {
+                // SAFETY: plain kill(2) with a validated signal number.
+                if unsafe { libc::kill(Pid::from_raw(p).as_raw(), sig) } != 0 && p == pid.as_raw() {
+                    bail!("container {id:?}: no such process");
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Pids in the same pids cgroup as `pid` (v1 or v2).
+fn cgroup_pids(pid: i32) -> Vec<i32> {
+    let Ok(cg) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
+        return vec![pid];
+    };
+    let dir = cg.lines().find_map(|l| {
+        let mut it = l.splitn(3, ':');
+        let _ = it.next()?;
+        let c = it.next()?;
+        let p = it.next()?.trim_start_matches('/').to_string();
+        if c.split(',').any(|x| x == "pids") {
+            Some(std::path::Path::new("/sys/fs/cgroup/pids").join(p))
+        } else if c.is_empty() {
+            Some(std::path::Path::new("/sys/fs/cgroup").join(p))
+        } else {
+            None
+        }
+    });
+    dir.and_then(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
+        .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![pid])
+}

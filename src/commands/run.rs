@@ -1,0 +1,92 @@
+//! `run`: create, start and (unless `--detach`) wait for the container in one process, forwarding
+//! signals to it; the exit status is the container's (128+N when a signal ended it). The container is
+//! deleted when it ends.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use anyhow::{anyhow, Result};
+use nix::errno::Errno;
+use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::Pid;
+
+use super::create::{cleanup_failed_create, create, CreateOptions};
+use super::start::start;
+use super::Context;
+
+static PENDING: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn remember(sig: libc::c_int) {
+    PENDING.store(sig, Ordering::SeqCst);
+}
+
+/// Signals a foreground `run` forwards to the container.
+const FORWARDED: &[Signal] = &[
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGWINCH,
+];
+
+fn install_forwarding() -> Result<()> {
+    let act = SigAction::new(
+        SigHandler::Handler(remember),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    for s in FORWARDED {
+        // SAFETY: the handler only stores into an atomic.
+        unsafe { sigaction(*s, &act) }
+            .map_err(|e| anyhow!("cannot install a handler for {s}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Runs the container described by `opts`; returns the exit status `rloxsc run` should exit with.
+pub fn run(ctx: &Context, opts: CreateOptions) -> Result<i32> {
+    let id = opts.id.clone();
+    let c = create(ctx, &opts)?;
+    let pid = c
+        .pid()
+        .ok_or_else(|| anyhow!("container {id:?} has no init pid"))?;
+    if !opts.detach {
+        install_forwarding()?;
+    }
+    if let Err(e) = start(ctx, &id) {
+        cleanup_failed_create(ctx, &id);
+        return Err(e);
+    }
+    if opts.detach {
+        return Ok(0);
+    }
+    let code = wait_forwarding(pid);
+    if let Err(e) = super::delete::delete(ctx, &id, true) {
+        tracing::warn!("container {id}: cleanup after run failed: {e:#}");
+    }
+    code
+}
+
+fn wait_forwarding(pid: Pid) -> Result<i32> {
+    loop {
+        match waitpid(pid, None) {
+            Ok(WaitStatus::Exited(_, code)) => return Ok(code),
+            Ok(WaitStatus::Signaled(_, sig, _)) => return Ok(128 + sig as i32),
+            Ok(_) => continue,
+            Err(Errno::EINTR) => {
+                let sig = PENDING.swap(0, Ordering::SeqCst);
+                if sig != 0 {
+                    // SAFETY: kill(2) with a signal number we received.
+                    unsafe { libc::kill(pid.as_raw(), sig) };
+                }
+            }
+            Err(e) => {
+                return Err(anyhow!(
+                    "waiting for the container's init {pid} failed: {e}"
+                ))
+            }
+        }
+    }
+}

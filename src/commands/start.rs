@@ -1,0 +1,53 @@
+//! `start`: verify the created container once more from outside, then let its payload run.
+
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Result};
+
+use super::create::{cleanup_failed_create, verify_now};
+use super::Context;
+use crate::container;
+use crate::facts::{ns_file, ns_id, ALL_NAMESPACES};
+use crate::harden::HostFacts;
+
+/// The host facts verification needs (the runtime's own namespaces).
+pub fn verification_facts() -> HostFacts {
+    let mut f = HostFacts {
+        has_cgroup_namespace: Path::new("/proc/self/ns/cgroup").exists(),
+        ..Default::default()
+    };
+    for t in ALL_NAMESPACES {
+        if let Some(id) = ns_id(&Path::new("/proc/self/ns").join(ns_file(t))) {
+            f.host_namespaces.insert(t, id);
+        }
+    }
+    f
+}
+
+/// Starts container `id`.
+pub fn start(ctx: &Context, id: &str) -> Result<()> {
+    let mut c = container::load(&ctx.layout, id)?;
+    if !c.can_start() {
+        bail!(
+            "cannot start container {id:?}: it is {} (only a created container can be started)",
+            c.status().to_string().to_lowercase()
+        );
+    }
+    let pid = c
+        .pid()
+        .ok_or_else(|| anyhow!("container {id:?} has no init process"))?
+        .as_raw();
+    let spec = ctx.layout.read_spec(id)?;
+    if let Err(e) = verify_now(ctx, id, pid, &spec, &verification_facts()) {
+        let _ = c.kill(nix::sys::signal::Signal::SIGKILL, true);
+        let _ = c.delete(true);
+        cleanup_failed_create(ctx, id);
+        return Err(e);
+    }
+    c.start().map_err(|e| {
+        anyhow!(
+            "cannot start container {id:?}: {}",
+            super::create::error_chain(&e)
+        )
+    })
+}

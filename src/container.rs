@@ -1,0 +1,103 @@
+//! Helpers shared by the verbs: container ids, loading a container's state, signals.
+
+use anyhow::{anyhow, bail, Result};
+use libcontainer::container::Container;
+
+use crate::bundle::Layout;
+
+/// Checks a container id as runc does: letters, digits, `_`, `+`, `-`, `.`; not `.` or `..`.
+pub fn validate_id(id: &str) -> Result<()> {
+    if id.is_empty() || id == "." || id == ".." || id.len() > 1024 {
+        bail!("invalid container id {id:?}");
+    }
+    if !id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_+-.".contains(c))
+    {
+        bail!(
+            "invalid container id {id:?}: only letters, digits, '_', '+', '-' and '.' are allowed"
+        );
+    }
+    Ok(())
+}
+
+/// Loads container `id` from the state root, with runc's wording when it does not exist.
+pub fn load(layout: &Layout, id: &str) -> Result<Container> {
+    validate_id(id)?;
+    let dir = layout.container_dir(id);
+    if !dir.join("state.json").exists() {
+        bail!("container {id:?} does not exist");
+    }
+    let mut c = Container::load(dir)
+        .map_err(|e| anyhow!("cannot load the state of container {id:?}: {e}"))?;
+    c.refresh_status()
+        .map_err(|e| anyhow!("cannot refresh the status of container {id:?}: {e}"))?;
+    Ok(c)
+}
+
+/// Parses a signal as runc does: a name with or without `SIG` (any case), `RTMIN+N`/`RTMAX-N`, or a number.
+pub fn parse_signal(s: &str) -> Result<i32> {
+    let up = s.trim().to_ascii_uppercase();
+    let name = up.strip_prefix("SIG").unwrap_or(&up);
+    if let Ok(n) = name.parse::<i32>() {
+        if (1..=64).contains(&n) {
+            return Ok(n);
+        }
+        bail!("invalid signal {s:?}");
+    }
+    let (rtmin, rtmax) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+    if name == "RTMIN" {
+        return Ok(rtmin);
+    }
+    if name == "RTMAX" {
+        return Ok(rtmax);
+    }
+    if let Some(n) = name
+        .strip_prefix("RTMIN+")
+        .and_then(|n| n.parse::<i32>().ok())
+    {
+        if rtmin + n <= rtmax {
+            return Ok(rtmin + n);
+        }
+    }
+    if let Some(n) = name
+        .strip_prefix("RTMAX-")
+        .and_then(|n| n.parse::<i32>().ok())
+    {
+        if rtmax - n >= rtmin {
+            return Ok(rtmax - n);
+        }
+    }
+    let sig: nix::sys::signal::Signal = format!("SIG{name}")
+        .parse()
+        .map_err(|_| anyhow!("invalid signal {s:?}"))?;
+    Ok(sig as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids() {
+        assert!(validate_id("abc-1.2_3+x").is_ok());
+        assert!(validate_id("").is_err());
+        assert!(validate_id("..").is_err());
+        assert!(validate_id("a/b").is_err());
+        assert!(validate_id("a b").is_err());
+    }
+
+    #[test]
+    fn signals() {
+        assert_eq!(parse_signal("9").unwrap(), 9);
+        assert_eq!(parse_signal("KILL").unwrap(), 9);
+        assert_eq!(parse_signal("SIGKILL").unwrap(), 9);
+        assert_eq!(parse_signal("term").unwrap(), 15);
+        assert_eq!(parse_signal("SIGUSR1").unwrap(), 10);
+        assert_eq!(parse_signal("RTMIN+1").unwrap(), libc::SIGRTMIN() + 1);
+        assert_eq!(parse_signal("40").unwrap(), 40);
+        assert!(parse_signal("NOPE").is_err());
+        assert!(parse_signal("0").is_err());
+        assert!(parse_signal("65").is_err());
+    }
+}

@@ -1,0 +1,178 @@
+//! The executor libcontainer calls inside every container process (init and exec'd) after its own setup.
+//!
+//! It is where rloxsc's last in-process defence lives: before the start signal it installs rloxsc's
+//! compiled seccomp filter on top of whatever libcontainer applied, sets and checks no_new_privs, and
+//! verifies `Seccomp: 2` with one more filter attached. If any of that fails the payload never runs.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use libcontainer::oci_spec::runtime::Spec;
+use libcontainer::workload::{
+    Executor, ExecutorError, ExecutorSetEnvsError, ExecutorValidationError,
+};
+
+use crate::seccomp::{install_and_verify, CompiledFilter};
+
+/// Test-only sabotage of the in-container defences, compiled only into the fault-injection build.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExecutorFaults {
+    /// Skip installing the seccomp filter (the outside verification must catch it).
+    pub skip_seccomp: bool,
+    /// Make loading the seccomp filter fail (the container must not start).
+    pub fail_seccomp: bool,
+}
+
+/// The hardened executor.
+#[derive(Clone)]
+pub struct HardenedExecutor {
+    filter: Arc<CompiledFilter>,
+    faults: ExecutorFaults,
+}
+
+impl HardenedExecutor {
+    /// An executor that installs `filter` in every process it starts.
+    pub fn new(filter: CompiledFilter, faults: ExecutorFaults) -> Self {
+        HardenedExecutor {
+            filter: Arc::new(filter),
+            faults,
+        }
+    }
+}
+
+fn args(spec: &Spec) -> Option<&Vec<String>> {
+    spec.process()
+        .as_ref()
+        .and_then(|p| p.args().as_ref())
+        .filter(|a| !a.is_empty())
+}
+
+/// Finds `name` as execvp would, with runc's wording for the failures that clients map to exit codes
+/// ("executable file not found" / "no such file or directory" -> 127, "permission denied" -> 126).
+pub fn find_executable(name: &str, path_var: Option<&str>) -> Result<PathBuf, String> {
+    let check = |p: &Path| -> Result<PathBuf, String> {
+        let md = std::fs::metadata(p).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                format!(
+                    "exec: {name:?}: stat {}: no such file or directory",
+                    p.display()
+                )
+            }
+            std::io::ErrorKind::PermissionDenied => format!("exec: {name:?}: permission denied"),
+            _ => format!("exec: {name:?}: stat {}: {e}", p.display()),
+        })?;
+        if md.is_dir() {
+            return Err(format!("exec: {name:?}: is a directory: permission denied"));
+        }
+        if md.permissions().mode() & 0o111 == 0 {
+            return Err(format!("exec: {name:?}: permission denied"));
+        }
+        Ok(p.to_path_buf())
+    };
+    if name.contains('/') {
+        return check(Path::new(name));
+    }
+    let path_var =
+        path_var.unwrap_or("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    let mut denied = None;
+    for dir in path_var.split(':').filter(|d| !d.is_empty()) {
+        let candidate = Path::new(dir).join(name);
+        if candidate.exists() {
+            match check(&candidate) {
+                Ok(p) => return Ok(p),
+                Err(e) => denied = Some(e),
+            }
+        }
+    }
+    Err(denied.unwrap_or_else(|| format!("exec: {name:?}: executable file not found in $PATH")))
+}
+
+impl Executor for HardenedExecutor {
+    fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
+        let args = args(spec).ok_or_else(|| {
+            ExecutorValidationError::ArgValidationError("process.args is empty".into())
+        })?;
+        let path_var = spec
+            .process()
+            .as_ref()
+            .and_then(|p| p.env().as_ref())
+            .and_then(|env| {
+                env.iter()
+                    .find_map(|e| e.strip_prefix("PATH="))
+                    .map(str::to_string)
+            });
+        find_executable(&args[0], path_var.as_deref())
+            .map(|_| ())
+            .map_err(ExecutorValidationError::ArgValidationError)
+    }
+
+    fn setup_envs(&self, envs: HashMap<String, String>) -> Result<(), ExecutorSetEnvsError> {
+        for (k, _) in std::env::vars_os() {
+            // SAFETY: the container process is single-threaded here.
+            unsafe { std::env::remove_var(k) };
+        }
+        for (k, v) in envs {
+            // SAFETY: as above.
+            unsafe { std::env::set_var(k, v) };
+        }
+        if self.faults.fail_seccomp {
+            return Err(ExecutorSetEnvsError::Other(
+                "loading rloxsc's seccomp filter failed: injected fault (policy key seccomp.profile)".into(),
+            ));
+        }
+        if self.faults.skip_seccomp {
+            return Ok(());
+        }
+        install_and_verify(&self.filter)
+            .map_err(|e| ExecutorSetEnvsError::Other(format!("{e:#} (policy key seccomp.profile)")))
+    }
+
+    fn exec(&self, spec: &Spec) -> Result<(), ExecutorError> {
+        let args = args(spec).ok_or(ExecutorError::InvalidArg)?;
+        let argv: Vec<CString> = args
+            .iter()
+            .map(|a| CString::new(a.as_bytes()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| ExecutorError::InvalidArg)?;
+        let err = nix::unistd::execvp(&argv[0], &argv).unwrap_err();
+        let msg = match err {
+            nix::errno::Errno::ENOENT => format!("exec: {:?}: no such file or directory", args[0]),
+            nix::errno::Errno::EACCES => format!("exec: {:?}: permission denied", args[0]),
+            e => format!("exec: {:?}: {}", args[0], e.desc()),
+        };
+        Err(ExecutorError::Other(msg))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_executable_uses_runc_wording() {
+        let e = find_executable("definitely-not-here", Some("/bin")).unwrap_err();
+        assert!(e.contains("executable file not found"), "{e}");
+        let e = find_executable("/definitely/not/here", None).unwrap_err();
+        assert!(e.contains("no such file or directory"), "{e}");
+    }
+
+    #[test]
+    fn non_executable_is_permission_denied() {
+        let f = std::env::temp_dir().join(format!("rloxsc-noexec-{}", std::process::id()));
+        std::fs::write(&f, "data").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = find_executable(f.to_str().unwrap(), None).unwrap_err();
+        std::fs::remove_file(&f).unwrap();
+        assert!(e.contains("permission denied"), "{e}");
+        let e = find_executable("/etc", None).unwrap_err();
+        assert!(e.contains("permission denied"), "{e}");
+    }
+
+    #[test]
+    fn finds_sh_in_path() {
+        assert!(find_executable("sh", Some("/nonexistent:/bin:/usr/bin")).is_ok());
+    }
+}

@@ -1,0 +1,182 @@
+//! Gathers the [`HostFacts`] the pure hardening transformation needs: the runtime's own namespace
+//! inodes, the inodes of namespace paths the caller wants to join, canonical bind sources, symlinks in
+//! the image, the cgroup layout.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use oci_spec::runtime::{LinuxNamespaceType, Spec};
+
+use crate::harden::filesystem::SYMLINK_SENSITIVE_DESTINATIONS;
+use crate::harden::HostFacts;
+use crate::policy::keys;
+
+/// `/proc/self/ns` file name of a namespace type.
+pub fn ns_file(t: LinuxNamespaceType) -> &'static str {
+    match t {
+        LinuxNamespaceType::Mount => "mnt",
+        LinuxNamespaceType::Cgroup => "cgroup",
+        LinuxNamespaceType::Uts => "uts",
+        LinuxNamespaceType::Ipc => "ipc",
+        LinuxNamespaceType::User => "user",
+        LinuxNamespaceType::Pid => "pid",
+        LinuxNamespaceType::Network => "net",
+        LinuxNamespaceType::Time => "time",
+    }
+}
+
+/// All namespace types rloxsc knows.
+pub const ALL_NAMESPACES: [LinuxNamespaceType; 8] = [
+    LinuxNamespaceType::Mount,
+    LinuxNamespaceType::Cgroup,
+    LinuxNamespaceType::Uts,
+    LinuxNamespaceType::Ipc,
+    LinuxNamespaceType::User,
+    LinuxNamespaceType::Pid,
+    LinuxNamespaceType::Network,
+    LinuxNamespaceType::Time,
+];
+
+/// (device, inode) of a namespace file.
+pub fn ns_id(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Names of the cgroup v1 hierarchies mounted under /sys/fs/cgroup (directory names), empty on v2.
+pub fn cgroup_v1_hierarchies() -> Vec<String> {
+    let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return vec![];
+    };
+    mountinfo
+        .lines()
+        .filter_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            if !post.starts_with("cgroup ") {
+                return None;
+            }
+            let mp = pre.split_whitespace().nth(4)?;
+            mp.strip_prefix("/sys/fs/cgroup/").map(str::to_string)
+        })
+        .collect()
+}
+
+/// Resolves `rel` inside `root` one component at a time without following symlinks; returns the first
+/// component that is a symlink, if any.
+pub fn first_symlink_in(root: &Path, rel: &Path) -> Option<PathBuf> {
+    let mut cur = root.to_path_buf();
+    let mut inside = PathBuf::from("/");
+    for c in rel.components() {
+        if let Component::Normal(n) = c {
+            cur.push(n);
+            inside.push(n);
+            match std::fs::symlink_metadata(&cur) {
+                Ok(m) if m.file_type().is_symlink() => return Some(inside),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+    None
+}
+
+/// Gathers the facts for hardening `spec` from bundle directory `bundle` under runtime root `root`.
+pub fn gather(spec: &Spec, bundle: &Path, runtime_root: &Path) -> Result<HostFacts> {
+    let root = spec.root().as_ref().context("config.json has no root")?;
+    let rootfs_given = if root.path().is_absolute() {
+        root.path().clone()
+    } else {
+        bundle.join(root.path())
+    };
+    let md = std::fs::symlink_metadata(&rootfs_given).with_context(|| {
+        format!(
+            "rootfs {} does not exist (policy key {})",
+            rootfs_given.display(),
+            keys::ROOTFS
+        )
+    })?;
+    if md.file_type().is_symlink() {
+        bail!(
+            "rootfs {} is a symlink; rloxsc refuses symlinked root filesystems (policy key {})",
+            rootfs_given.display(),
+            keys::ROOTFS
+        );
+    }
+    if !md.is_dir() {
+        bail!(
+            "rootfs {} is not a directory (policy key {})",
+            rootfs_given.display(),
+            keys::ROOTFS
+        );
+    }
+    let rootfs = std::fs::canonicalize(&rootfs_given)
+        .with_context(|| format!("cannot resolve rootfs {}", rootfs_given.display()))?;
+
+    let mut host_namespaces = HashMap::new();
+    for t in ALL_NAMESPACES {
+        if let Some(id) = ns_id(&Path::new("/proc/self/ns").join(ns_file(t))) {
+            host_namespaces.insert(t, id);
+        }
+    }
+    let mut namespace_paths = HashMap::new();
+    if let Some(nss) = spec.linux().as_ref().and_then(|l| l.namespaces().as_ref()) {
+        for ns in nss {
+            if let Some(p) = ns.path() {
+                if let Some(id) = ns_id(p) {
+                    namespace_paths.insert(p.clone(), id);
+                }
+            }
+        }
+    }
+
+    let mut canonical_sources = HashMap::new();
+    let mut symlinked_destinations = Vec::new();
+    for d in SYMLINK_SENSITIVE_DESTINATIONS {
+        if let Some(s) = first_symlink_in(&rootfs, Path::new(d)) {
+            if !symlinked_destinations.contains(&s) {
+                symlinked_destinations.push(s);
+            }
+        }
+    }
+    for m in spec.mounts().iter().flatten() {
+        if let Some(src) = m.source() {
+            if src.is_absolute() {
+                if let Ok(c) = std::fs::canonicalize(src) {
+                    canonical_sources.insert(src.clone(), c);
+                }
+            }
+        }
+    }
+
+    Ok(HostFacts {
+        host_namespaces,
+        namespace_paths,
+        canonical_sources,
+        symlinked_destinations,
+        rootfs,
+        has_cgroup_namespace: Path::new("/proc/self/ns/cgroup").exists(),
+        cgroup_v1_hierarchies: cgroup_v1_hierarchies(),
+        runtime_root: std::fs::canonicalize(runtime_root)
+            .unwrap_or_else(|_| runtime_root.to_path_buf()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_symlinked_component() {
+        let d = std::env::temp_dir().join(format!("rloxsc-facts-{}", std::process::id()));
+        std::fs::create_dir_all(d.join("dev")).unwrap();
+        std::os::unix::fs::symlink("/", d.join("proc")).unwrap();
+        assert_eq!(
+            first_symlink_in(&d, Path::new("/proc")),
+            Some(PathBuf::from("/proc"))
+        );
+        assert_eq!(first_symlink_in(&d, Path::new("/dev/pts")), None);
+        assert_eq!(first_symlink_in(&d, Path::new("/sys")), None);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -1,0 +1,575 @@
+//! Step 2: the filesystem. The root is read-only; `/proc/sys`, `/sys` and every cgroupfs are read-only;
+//! the standard masked paths are always masked; writable scratch exists only as size-limited
+//! `nosuid,nodev` tmpfs; a caller's bind mounts get `nosuid,nodev` and binds of sensitive host paths are
+//! refused; images whose `/proc`, `/sys` or `/dev` are symlinks are refused.
+
+use std::path::{Path, PathBuf};
+
+use oci_spec::runtime::{Mount, Spec};
+
+use super::{refuse, Changes, HostFacts, Refusal};
+use crate::policy::{self, keys, Policy};
+
+/// Mount types a caller may use (bind mounts are recognised by their options).
+const ALLOWED_TYPES: &[&str] = &[
+    "proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2", "bind", "none",
+];
+
+/// Destinations whose symlinks in the image are refused (CVE-2023-27561, CVE-2025-31133, CVE-2025-52565).
+pub const SYMLINK_SENSITIVE_DESTINATIONS: &[&str] = &[
+    "/proc",
+    "/sys",
+    "/dev",
+    "/dev/pts",
+    "/dev/shm",
+    "/dev/mqueue",
+    "/sys/fs/cgroup",
+];
+
+/// Makes the root read-only and absolute, refusing a symlinked `/proc`, `/sys` or `/dev` in the image.
+pub fn harden_root(
+    spec: &mut Spec,
+    facts: &HostFacts,
+    changes: &mut Changes,
+) -> Result<(), Refusal> {
+    if let Some(bad) = facts.symlinked_destinations.first() {
+        return Err(refuse(
+            keys::ROOTFS,
+            format!(
+                "the image's {} is a symlink; rloxsc refuses images whose /proc, /sys or /dev are symlinks",
+                bad.display()
+            ),
+        ));
+    }
+    let root = spec
+        .root_mut()
+        .as_mut()
+        .expect("checked by validate_basics");
+    if root.readonly() != Some(true) {
+        root.set_readonly(Some(true));
+        changes.push(keys::READONLY_ROOT, "root filesystem made read-only");
+    }
+    if root.path() != &facts.rootfs {
+        root.set_path(facts.rootfs.clone());
+    }
+    let prop = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.rootfs_propagation().clone());
+    if matches!(prop.as_deref(), Some("shared") | Some("rshared")) {
+        spec.linux_mut()
+            .as_mut()
+            .expect("namespaces step created linux")
+            .set_rootfs_propagation(Some("rslave".into()));
+        changes.push(
+            keys::READONLY_ROOT,
+            "rootfsPropagation shared -> rslave (mounts never propagate back to the host)",
+        );
+    }
+    Ok(())
+}
+
+fn opts(m: &Mount) -> Vec<String> {
+    m.options().clone().unwrap_or_default()
+}
+
+fn is_bind(m: &Mount) -> bool {
+    m.typ().as_deref() == Some("bind") || opts(m).iter().any(|o| o == "bind" || o == "rbind")
+}
+
+/// Adds `flag` to `options` unless present; removes the opposite flag. Returns whether anything changed.
+fn ensure_flag(options: &mut Vec<String>, flag: &str, opposite: &str) -> bool {
+    let before = options.clone();
+    options.retain(|o| o != opposite);
+    if !options.iter().any(|o| o == flag) {
+        options.push(flag.to_string());
+    }
+    *options != before
+}
+
+fn parse_size(s: &str) -> Option<u64> {
+    let (num, mult) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1024u64),
+        'm' | 'M' => (&s[..s.len() - 1], 1024 * 1024),
+        'g' | 'G' => (&s[..s.len() - 1], 1024 * 1024 * 1024),
+        _ => (s, 1),
+    };
+    num.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+/// Clamps a tmpfs mount's `size=`: absent, zero (unlimited) or above the ceiling is replaced.
+fn clamp_tmpfs_size(options: &mut Vec<String>, policy: &Policy) -> Option<String> {
+    let current = options
+        .iter()
+        .find_map(|o| o.strip_prefix("size=").map(str::to_string));
+    let requested = current.as_deref().and_then(parse_size).filter(|&v| v > 0);
+    let size = policy.tmpfs_bytes.clamp(requested);
+    if requested == Some(size) {
+        return None;
+    }
+    options.retain(|o| !o.starts_with("size=") && !o.starts_with("nr_blocks="));
+    options.push(format!("size={}k", size / 1024));
+    Some(format!(
+        "size {} -> {}k",
+        current.unwrap_or_else(|| "unlimited".into()),
+        size / 1024
+    ))
+}
+
+fn is_sensitive_source(src: &Path, facts: &HostFacts) -> Option<String> {
+    let file_name = src.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if policy::SENSITIVE_SOCKET_NAMES.contains(&file_name) {
+        return Some(format!(
+            "{} is a container runtime's control socket",
+            src.display()
+        ));
+    }
+    let mut sensitive: Vec<PathBuf> = policy::SENSITIVE_HOST_PATHS
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    sensitive.push(facts.runtime_root.clone());
+    for s in &sensitive {
+        // the source is the sensitive path, or a parent directory that exposes it
+        if s.starts_with(src) {
+            return Some(format!(
+                "{} exposes the host's {}",
+                src.display(),
+                s.display()
+            ));
+        }
+    }
+    for t in policy::SENSITIVE_HOST_TREES {
+        if src.starts_with(t) {
+            return Some(format!("{} lies inside the host's {}", src.display(), t));
+        }
+    }
+    if src.starts_with(&facts.runtime_root) {
+        return Some(format!("{} lies inside rloxsc's own state", src.display()));
+    }
+    None
+}
+
+/// Tightens the caller's mounts and adds the ones the hardened default needs.
+pub fn harden_mounts(
+    spec: &mut Spec,
+    policy: &Policy,
+    facts: &HostFacts,
+    changes: &mut Changes,
+) -> Result<(), Refusal> {
+    let caller = spec.mounts().clone().unwrap_or_default();
+    let mut out: Vec<Mount> = Vec::with_capacity(caller.len() + 2);
+    for m in caller {
+        let dest = m.destination().display().to_string();
+        let typ = m.typ().clone().unwrap_or_else(|| "none".into());
+        let mut o = opts(&m);
+        let mut m = m;
+        if is_bind(&m) {
+            let src = m.source().clone().unwrap_or_default();
+            let canonical = facts
+                .canonical_sources
+                .get(&src)
+                .cloned()
+                .unwrap_or(src.clone());
+            if let Some(why) = is_sensitive_source(&canonical, facts) {
+                return Err(refuse(
+                    keys::SENSITIVE_BINDS,
+                    format!("bind mount of {} onto {dest} refused: {why}", src.display()),
+                ));
+            }
+            let mut changed = ensure_flag(&mut o, "nosuid", "suid");
+            changed |= ensure_flag(&mut o, "nodev", "dev");
+            if !policy.writable_binds {
+                changed |= ensure_flag(&mut o, "ro", "rw");
+            }
+            if o.iter().any(|x| x == "shared" || x == "rshared") {
+                o.retain(|x| x != "shared" && x != "rshared");
+                o.push("rslave".into());
+                changed = true;
+            }
+            if changed {
+                changes.push(
+                    keys::WRITABLE_BINDS,
+                    format!("bind mount {dest}: options now {}", o.join(",")),
+                );
+            }
+        } else if !ALLOWED_TYPES.contains(&typ.as_str()) {
+            return Err(refuse(
+                keys::MOUNT_TYPES,
+                format!("mount of type {typ:?} onto {dest} refused: only proc, sysfs, tmpfs, devpts, mqueue, cgroup and bind mounts are allowed"),
+            ));
+        } else {
+            match typ.as_str() {
+                "proc" => {
+                    if dest != "/proc" {
+                        changes.push(
+                            keys::MASKED_PATHS,
+                            format!("dropped extra proc mount at {dest} (it would be unmasked)"),
+                        );
+                        continue;
+                    }
+                }
+                "sysfs" | "cgroup" | "cgroup2" => {
+                    let mut changed = ensure_flag(&mut o, "ro", "rw");
+                    for f in ["nosuid", "nodev", "noexec"] {
+                        changed |= ensure_flag(&mut o, f, "");
+                    }
+                    if changed {
+                        changes.push(
+                            keys::READONLY_PATHS,
+                            format!("{typ} at {dest} mounted read-only"),
+                        );
+                    }
+                }
+                "tmpfs" => {
+                    let mut what = Vec::new();
+                    if ensure_flag(&mut o, "nosuid", "suid") {
+                        what.push("nosuid".to_string());
+                    }
+                    if dest != "/dev" && ensure_flag(&mut o, "nodev", "dev") {
+                        what.push("nodev".to_string());
+                    }
+                    if let Some(s) = clamp_tmpfs_size(&mut o, policy) {
+                        what.push(s);
+                    }
+                    if !what.is_empty() {
+                        changes.push(keys::TMPFS, format!("tmpfs at {dest}: {}", what.join(", ")));
+                    }
+                }
+                "devpts" | "mqueue" => {
+                    let mut changed = ensure_flag(&mut o, "nosuid", "suid");
+                    changed |= ensure_flag(&mut o, "noexec", "exec");
+                    if changed {
+                        changes.push(keys::MOUNT_TYPES, format!("{typ} at {dest}: nosuid,noexec"));
+                    }
+                }
+                _ => {
+                    return Err(refuse(
+                        keys::MOUNT_TYPES,
+                        format!("mount of type {typ:?} onto {dest} without bind options refused"),
+                    ))
+                }
+            }
+        }
+        m.set_options(Some(o));
+        out.push(m);
+    }
+
+    let has = |out: &Vec<Mount>, d: &str| out.iter().any(|m| m.destination() == Path::new(d));
+    for (dest, typ, src, options) in required_mounts() {
+        if !has(&out, dest) {
+            out.push(mount(dest, typ, src, &options));
+            changes.push(keys::READONLY_PATHS, format!("added {typ} mount at {dest}"));
+        }
+    }
+    for dir in &policy.scratch_dirs {
+        if !has(&out, dir) {
+            let size = format!("size={}k", policy.tmpfs_bytes.default / 1024);
+            out.push(mount(
+                dir,
+                "tmpfs",
+                "tmpfs",
+                &["nosuid", "nodev", "mode=1777", &size],
+            ));
+            changes.push(
+                keys::TMPFS,
+                format!("added writable scratch tmpfs at {dir} ({size})"),
+            );
+        }
+    }
+    spec.set_mounts(Some(out));
+    Ok(())
+}
+
+/// Mounts every container gets when the caller lacks them: /proc and /sys are needed for masking and
+/// verification, /dev for the allowed device nodes.
+fn required_mounts() -> Vec<(&'static str, &'static str, &'static str, Vec<&'static str>)> {
+    vec![
+        ("/proc", "proc", "proc", vec!["nosuid", "noexec", "nodev"]),
+        (
+            "/dev",
+            "tmpfs",
+            "tmpfs",
+            vec!["nosuid", "strictatime", "mode=755", "size=65536k"],
+        ),
+        (
+            "/dev/pts",
+            "devpts",
+            "devpts",
+            vec![
+                "nosuid",
+                "noexec",
+                "newinstance",
+                "ptmxmode=0666",
+                "mode=0620",
+            ],
+        ),
+        (
+            "/dev/shm",
+            "tmpfs",
+            "shm",
+            vec!["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"],
+        ),
+        (
+            "/dev/mqueue",
+            "mqueue",
+            "mqueue",
+            vec!["nosuid", "noexec", "nodev"],
+        ),
+        (
+            "/sys",
+            "sysfs",
+            "sysfs",
+            vec!["nosuid", "noexec", "nodev", "ro"],
+        ),
+    ]
+}
+
+fn mount(dest: &str, typ: &str, src: &str, options: &[&str]) -> Mount {
+    let mut m = Mount::default();
+    m.set_destination(PathBuf::from(dest));
+    m.set_typ(Some(typ.to_string()));
+    m.set_source(Some(PathBuf::from(src)));
+    m.set_options(Some(options.iter().map(|s| s.to_string()).collect()));
+    m
+}
+
+/// Always masks the standard paths and makes `/proc/sys` etc. read-only. On cgroup v1 every hierarchy
+/// bind-mounted by libcontainer (read-write, whatever the spec says) is added to the read-only paths.
+pub fn harden_masked_and_readonly_paths(spec: &mut Spec, facts: &HostFacts, changes: &mut Changes) {
+    let cgroup_dests: Vec<String> = spec
+        .mounts()
+        .as_ref()
+        .map(|ms| {
+            ms.iter()
+                .filter(|m| matches!(m.typ().as_deref(), Some("cgroup") | Some("cgroup2")))
+                .map(|m| m.destination().display().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let linux = spec.linux_mut().get_or_insert_with(Default::default);
+
+    let mut masked = linux.masked_paths().clone().unwrap_or_default();
+    let added: Vec<&str> = policy::MASKED_PATHS
+        .iter()
+        .copied()
+        .filter(|p| !masked.iter().any(|m| m == p))
+        .collect();
+    if !added.is_empty() {
+        masked.extend(added.iter().map(|s| s.to_string()));
+        changes.push(keys::MASKED_PATHS, format!("masked {}", added.join(", ")));
+    }
+    linux.set_masked_paths(Some(masked));
+
+    let mut ro = linux.readonly_paths().clone().unwrap_or_default();
+    let mut want: Vec<String> = policy::READONLY_PATHS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for d in &cgroup_dests {
+        want.push(d.clone());
+        for h in &facts.cgroup_v1_hierarchies {
+            want.push(format!("{d}/{h}"));
+        }
+    }
+    let added: Vec<String> = want.into_iter().filter(|p| !ro.contains(p)).collect();
+    if !added.is_empty() {
+        ro.extend(added.iter().cloned());
+        changes.push(
+            keys::READONLY_PATHS,
+            format!("read-only {}", added.join(", ")),
+        );
+    }
+    linux.set_readonly_paths(Some(ro));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harden::testutil::*;
+
+    fn mount_at<'a>(s: &'a Spec, dest: &str) -> Option<&'a Mount> {
+        s.mounts()
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|m| m.destination() == Path::new(dest))
+    }
+
+    fn run_mounts(s: &mut Spec) -> Result<Changes, Refusal> {
+        let mut c = Changes::default();
+        harden_mounts(s, &Policy::default(), &facts(), &mut c)?;
+        Ok(c)
+    }
+
+    #[test]
+    fn root_becomes_readonly_and_absolute() {
+        let mut s = careless_spec();
+        let mut c = Changes::default();
+        harden_root(&mut s, &facts(), &mut c).unwrap();
+        assert_eq!(s.root().as_ref().unwrap().readonly(), Some(true));
+        assert_eq!(
+            s.root().as_ref().unwrap().path(),
+            Path::new("/bundle/rootfs")
+        );
+        assert_eq!(c.0.len(), 1);
+    }
+
+    #[test]
+    fn symlinked_proc_is_refused() {
+        let mut s = careless_spec();
+        let mut f = facts();
+        f.symlinked_destinations.push("/proc".into());
+        let r = harden_root(&mut s, &f, &mut Changes::default()).unwrap_err();
+        assert!(r.reason.contains("symlink"));
+    }
+
+    #[test]
+    fn sysfs_and_cgroup_become_readonly() {
+        let mut s = careless_spec();
+        run_mounts(&mut s).unwrap();
+        for d in ["/sys", "/sys/fs/cgroup"] {
+            let o = opts(mount_at(&s, d).unwrap());
+            assert!(o.contains(&"ro".to_string()), "{d}: {o:?}");
+            assert!(!o.contains(&"rw".to_string()), "{d}: {o:?}");
+        }
+    }
+
+    #[test]
+    fn scratch_tmp_is_added_with_size() {
+        let mut s = careless_spec();
+        run_mounts(&mut s).unwrap();
+        let o = opts(mount_at(&s, "/tmp").unwrap());
+        assert!(o.iter().any(|x| x.starts_with("size=")));
+        assert!(o.contains(&"nosuid".into()) && o.contains(&"nodev".into()));
+    }
+
+    #[test]
+    fn unlimited_tmpfs_is_clamped_and_small_kept() {
+        let mut s = careless_spec();
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount("/big", "tmpfs", "tmpfs", &["size=100g"]));
+        ms.push(mount("/small", "tmpfs", "tmpfs", &["size=1m"]));
+        ms.push(mount("/none", "tmpfs", "tmpfs", &[]));
+        s.set_mounts(Some(ms));
+        run_mounts(&mut s).unwrap();
+        assert!(opts(mount_at(&s, "/big").unwrap()).contains(&"size=1048576k".into()));
+        assert!(opts(mount_at(&s, "/small").unwrap()).contains(&"size=1m".into()));
+        assert!(opts(mount_at(&s, "/none").unwrap()).contains(&"size=65536k".into()));
+    }
+
+    #[test]
+    fn sensitive_binds_are_refused() {
+        for src in [
+            "/",
+            "/proc",
+            "/sys/kernel",
+            "/var/run/docker.sock",
+            "/run/containerd",
+            "/var",
+            "/dev/sda",
+            "/run/rloxsc/x",
+        ] {
+            let mut s = careless_spec();
+            let mut ms = s.mounts().clone().unwrap();
+            ms.push(mount("/host", "bind", src, &["rbind"]));
+            s.set_mounts(Some(ms));
+            let r = run_mounts(&mut s).unwrap_err();
+            assert_eq!(r.key, keys::SENSITIVE_BINDS, "{src}");
+        }
+    }
+
+    #[test]
+    fn symlinked_bind_source_is_judged_by_its_target() {
+        let mut s = careless_spec();
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount("/host", "bind", "/tmp/innocent", &["rbind"]));
+        s.set_mounts(Some(ms));
+        let mut f = facts();
+        f.canonical_sources
+            .insert("/tmp/innocent".into(), "/".into());
+        let r = harden_mounts(&mut s, &Policy::default(), &f, &mut Changes::default()).unwrap_err();
+        assert_eq!(r.key, keys::SENSITIVE_BINDS);
+    }
+
+    #[test]
+    fn ordinary_binds_get_nosuid_nodev() {
+        let mut s = careless_spec();
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount(
+            "/data",
+            "bind",
+            "/srv/data",
+            &["rbind", "rw", "suid"],
+        ));
+        ms.push(mount(
+            "/etc/hosts",
+            "bind",
+            "/var/lib/docker/containers/abc/hosts",
+            &["rbind"],
+        ));
+        s.set_mounts(Some(ms));
+        run_mounts(&mut s).unwrap();
+        let o = opts(mount_at(&s, "/data").unwrap());
+        assert!(
+            o.contains(&"nosuid".into())
+                && o.contains(&"nodev".into())
+                && !o.contains(&"suid".into())
+        );
+    }
+
+    #[test]
+    fn readonly_binds_when_policy_says_so() {
+        let mut s = careless_spec();
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount("/data", "bind", "/srv/data", &["rbind", "rw"]));
+        s.set_mounts(Some(ms));
+        let p = Policy {
+            writable_binds: false,
+            ..Policy::default()
+        };
+        harden_mounts(&mut s, &p, &facts(), &mut Changes::default()).unwrap();
+        assert!(opts(mount_at(&s, "/data").unwrap()).contains(&"ro".into()));
+    }
+
+    #[test]
+    fn block_device_mounts_are_refused() {
+        let mut s = careless_spec();
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount("/disk", "ext4", "/dev/vda", &[]));
+        s.set_mounts(Some(ms));
+        assert_eq!(run_mounts(&mut s).unwrap_err().key, keys::MOUNT_TYPES);
+    }
+
+    #[test]
+    fn extra_proc_mount_is_dropped() {
+        let mut s = careless_spec();
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount("/hostproc", "proc", "proc", &[]));
+        s.set_mounts(Some(ms));
+        run_mounts(&mut s).unwrap();
+        assert!(mount_at(&s, "/hostproc").is_none());
+    }
+
+    #[test]
+    fn masked_and_cgroup_readonly_paths_are_set() {
+        let mut s = careless_spec();
+        let mut c = Changes::default();
+        harden_masked_and_readonly_paths(&mut s, &facts(), &mut c);
+        let l = s.linux().as_ref().unwrap();
+        let m = l.masked_paths().as_ref().unwrap();
+        assert!(m.contains(&"/proc/kcore".to_string()));
+        let ro = l.readonly_paths().as_ref().unwrap();
+        assert!(ro.contains(&"/proc/sys".to_string()));
+        assert!(ro.contains(&"/sys/fs/cgroup/pids".to_string()));
+        assert!(ro.contains(&"/sys/fs/cgroup/memory".to_string()));
+    }
+
+    #[test]
+    fn size_parsing() {
+        assert_eq!(parse_size("64m"), Some(64 * 1024 * 1024));
+        assert_eq!(parse_size("65536k"), Some(65536 * 1024));
+        assert_eq!(parse_size("100"), Some(100));
+        assert_eq!(parse_size("x"), None);
+    }
+}

@@ -1,0 +1,260 @@
+//! The hardening transformation: a pure function from (caller's spec, policy, host facts) to the hardened
+//! spec plus the list of changes made, or a refusal.
+//!
+//! Like sysbox-runc's `ConvertSpec()`, it rewrites the caller's spec in ordered steps, one module each.
+//! Nothing here touches the system: what must be learned from the host (namespace inodes, canonical bind
+//! sources, symlinks in the image) is gathered beforehand into [`HostFacts`] by [`crate::facts`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use oci_spec::runtime::{LinuxNamespaceType, Spec};
+
+use crate::policy::Policy;
+
+pub mod devices;
+pub mod filesystem;
+pub mod namespaces;
+pub mod privileges;
+pub mod resources;
+
+/// One tightening applied to the caller's spec.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Change {
+    /// The policy key that governs the change.
+    pub key: &'static str,
+    /// What was changed, in words.
+    pub what: String,
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (policy key {})", self.what, self.key)
+    }
+}
+
+/// A reason rloxsc will not run the caller's spec at all: something that cannot be tightened safely.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The policy key that governs the refusal.
+    pub key: &'static str,
+    /// Why, in words.
+    pub reason: String,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (policy key {})", self.reason, self.key)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// Facts about the host that the transformation needs, gathered before it runs.
+#[derive(Debug, Clone, Default)]
+pub struct HostFacts {
+    /// The runtime's own namespaces (the host's, as far as rloxsc can tell): type -> (device, inode).
+    pub host_namespaces: HashMap<LinuxNamespaceType, (u64, u64)>,
+    /// For each namespace path in the caller's spec, its (device, inode), if it could be resolved.
+    pub namespace_paths: HashMap<PathBuf, (u64, u64)>,
+    /// For each bind-mount source in the caller's spec, its canonical path on the host, if it exists.
+    pub canonical_sources: HashMap<PathBuf, PathBuf>,
+    /// Destinations inside the image (`/proc`, `/sys`, `/dev`, ...) that are symlinks.
+    pub symlinked_destinations: Vec<PathBuf>,
+    /// The canonical, absolute path of the bundle's root filesystem.
+    pub rootfs: PathBuf,
+    /// Whether the kernel has cgroup namespaces.
+    pub has_cgroup_namespace: bool,
+    /// Names of the cgroup v1 hierarchies mounted under `/sys/fs/cgroup` (empty on a pure v2 host).
+    pub cgroup_v1_hierarchies: Vec<String>,
+    /// The runtime's state root (never bind-mountable).
+    pub runtime_root: PathBuf,
+}
+
+/// The output of [`harden`].
+#[derive(Debug, Clone)]
+pub struct Hardened {
+    /// The spec that libcontainer will run.
+    pub spec: Spec,
+    /// Every tightening applied to the caller's spec, in order.
+    pub changes: Vec<Change>,
+}
+
+/// Collects changes while the steps run.
+#[derive(Debug, Default)]
+pub struct Changes(pub Vec<Change>);
+
+impl Changes {
+    /// Records one change under a policy key.
+    pub fn push(&mut self, key: &'static str, what: impl Into<String>) {
+        self.0.push(Change {
+            key,
+            what: what.into(),
+        });
+    }
+}
+
+/// Builds a [`Refusal`].
+pub fn refuse(key: &'static str, reason: impl Into<String>) -> Refusal {
+    Refusal {
+        key,
+        reason: reason.into(),
+    }
+}
+
+/// Hardens `spec` for container `id` under `policy`: runs every step in order and returns the hardened
+/// spec with its list of changes, or the first refusal.
+pub fn harden(
+    spec: &Spec,
+    id: &str,
+    policy: &Policy,
+    facts: &HostFacts,
+) -> Result<Hardened, Refusal> {
+    let mut spec = spec.clone();
+    let mut changes = Changes::default();
+
+    validate_basics(&spec)?;
+    namespaces::harden_namespaces(&mut spec, policy, facts, &mut changes)?;
+    filesystem::harden_root(&mut spec, facts, &mut changes)?;
+    filesystem::harden_mounts(&mut spec, policy, facts, &mut changes)?;
+    filesystem::harden_masked_and_readonly_paths(&mut spec, facts, &mut changes);
+    resources::harden_cgroups_path(&mut spec, id, policy, &mut changes);
+    resources::harden_limits(&mut spec, policy, &mut changes);
+    resources::harden_rlimits(&mut spec, policy, &mut changes);
+    resources::harden_sysctls(&mut spec, &mut changes);
+    privileges::harden_privileges(&mut spec, policy, &mut changes)?;
+    devices::harden_devices(&mut spec, &mut changes);
+    changes.push(
+        crate::policy::keys::SECCOMP,
+        "rloxsc's seccomp allowlist is installed under any profile the caller gives",
+    );
+
+    Ok(Hardened {
+        spec,
+        changes: changes.0,
+    })
+}
+
+/// Checks what must be present for any container: a version 1.x spec, a root and a process with args.
+fn validate_basics(spec: &Spec) -> Result<(), Refusal> {
+    use crate::policy::keys;
+    if !spec.version().starts_with("1.") {
+        return Err(refuse(
+            keys::ROOTFS,
+            format!(
+                "unsupported ociVersion {:?}: only 1.x specs are accepted",
+                spec.version()
+            ),
+        ));
+    }
+    if spec.root().is_none() {
+        return Err(refuse(keys::ROOTFS, "config.json has no root"));
+    }
+    let has_args = spec
+        .process()
+        .as_ref()
+        .and_then(|p| p.args().as_ref())
+        .is_some_and(|a| !a.is_empty());
+    if !has_args {
+        return Err(refuse(
+            keys::ROOTFS,
+            "config.json has no process.args: nothing to run",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Helpers shared by the steps' unit tests.
+    use super::*;
+
+    /// A careless spec as a user who turned everything off would write it.
+    pub fn careless_spec() -> Spec {
+        let json = r#"{
+          "ociVersion": "1.0.2",
+          "process": {"terminal": false, "user": {"uid": 0, "gid": 0}, "args": ["sh"], "cwd": "/",
+                      "env": ["PATH=/bin"],
+                      "capabilities": {"bounding": ["CAP_SYS_ADMIN","CAP_CHOWN","CAP_NET_RAW"],
+                                       "effective": ["CAP_SYS_ADMIN","CAP_CHOWN"],
+                                       "permitted": ["CAP_SYS_ADMIN","CAP_CHOWN"]}},
+          "root": {"path": "rootfs", "readonly": false},
+          "mounts": [
+            {"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid","strictatime","mode=755","size=65536k"]},
+            {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["nosuid","noexec","nodev"]},
+            {"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup", "options": ["rw"]}
+          ],
+          "linux": {"namespaces": [{"type": "pid"}, {"type": "mount"}]}
+        }"#;
+        serde_json::from_str(json).unwrap()
+    }
+
+    /// Host facts of a plain cgroup v1 host with the rootfs at /bundle/rootfs.
+    pub fn facts() -> HostFacts {
+        let mut host_namespaces = HashMap::new();
+        for (i, t) in [
+            LinuxNamespaceType::Pid,
+            LinuxNamespaceType::Mount,
+            LinuxNamespaceType::Network,
+            LinuxNamespaceType::Ipc,
+            LinuxNamespaceType::Uts,
+            LinuxNamespaceType::Cgroup,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            host_namespaces.insert(t, (4, 4026531830 + i as u64));
+        }
+        HostFacts {
+            host_namespaces,
+            rootfs: PathBuf::from("/bundle/rootfs"),
+            has_cgroup_namespace: true,
+            cgroup_v1_hierarchies: vec!["memory".into(), "pids".into(), "systemd".into()],
+            runtime_root: PathBuf::from("/run/rloxsc"),
+            ..Default::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn careless_spec_is_hardened_and_every_change_is_recorded() {
+        let h = harden(&careless_spec(), "c1", &Policy::default(), &facts()).unwrap();
+        assert!(h.changes.len() > 5, "{:?}", h.changes);
+        assert_eq!(
+            h.spec.process().as_ref().unwrap().no_new_privileges(),
+            Some(true)
+        );
+        assert_eq!(h.spec.root().as_ref().unwrap().readonly(), Some(true));
+    }
+
+    #[test]
+    fn hardening_is_idempotent() {
+        let once = harden(&careless_spec(), "c1", &Policy::default(), &facts()).unwrap();
+        let twice = harden(&once.spec, "c1", &Policy::default(), &facts()).unwrap();
+        assert_eq!(once.spec, twice.spec);
+        // the only change left to report is the seccomp stacking, which always applies
+        assert_eq!(twice.changes.len(), 1, "{:?}", twice.changes);
+    }
+
+    #[test]
+    fn missing_args_are_refused() {
+        let mut s = careless_spec();
+        s.process_mut().as_mut().unwrap().set_args(Some(vec![]));
+        assert!(harden(&s, "c1", &Policy::default(), &facts()).is_err());
+    }
+
+    #[test]
+    fn old_spec_version_is_refused() {
+        let mut s = careless_spec();
+        s.set_version("0.9.0".into());
+        let r = harden(&s, "c1", &Policy::default(), &facts()).unwrap_err();
+        assert!(r.reason.contains("ociVersion"));
+    }
+}

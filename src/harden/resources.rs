@@ -1,0 +1,414 @@
+//! Step 3: resources. pids and memory cgroup limits always set (a caller's lower value kept, a higher or
+//! absent one clamped), swap never above memory, RLIMIT_NOFILE clamped, RLIMIT_CORE 0, containers placed
+//! in a cgroup of their own, and only namespaced sysctls.
+
+use oci_spec::runtime::{
+    LinuxMemory, LinuxPids, LinuxResources, PosixRlimit, PosixRlimitType, Spec,
+};
+
+use super::Changes;
+use crate::policy::{keys, Policy};
+
+/// Gives the container an absolute cgroup path under the policy's parent when the caller gives none
+/// (or a relative one, which would land under the runtime caller's own cgroup).
+pub fn harden_cgroups_path(spec: &mut Spec, id: &str, policy: &Policy, changes: &mut Changes) {
+    let linux = spec.linux_mut().get_or_insert_with(Default::default);
+    let current = linux.cgroups_path().clone();
+    let wanted = match &current {
+        Some(p) if p.is_absolute() => return,
+        Some(p) => {
+            let flat = p.display().to_string().replace([':', '/'], "-");
+            format!("{}/{}", policy.cgroup_parent, flat.trim_matches('-'))
+        }
+        None => format!("{}/{}", policy.cgroup_parent, id),
+    };
+    changes.push(
+        keys::CGROUP_PARENT,
+        format!(
+            "cgroupsPath {} -> {wanted}",
+            current
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "(none)".into())
+        ),
+    );
+    linux.set_cgroups_path(Some(wanted.into()));
+}
+
+/// Clamps pids and memory, forbids swap above memory and drops raw v2 keys that could override them.
+pub fn harden_limits(spec: &mut Spec, policy: &Policy, changes: &mut Changes) {
+    let linux = spec.linux_mut().get_or_insert_with(Default::default);
+    let res = linux
+        .resources_mut()
+        .get_or_insert_with(LinuxResources::default);
+
+    // pids
+    let requested = res
+        .pids()
+        .map(|p| p.limit())
+        .filter(|&l| l > 0)
+        .map(|l| l as u64);
+    let pids = policy.pids.clamp(requested);
+    if requested != Some(pids) {
+        let mut p = LinuxPids::default();
+        p.set_limit(pids as i64);
+        res.set_pids(Some(p));
+        changes.push(
+            keys::PIDS,
+            format!("pids limit {} -> {pids}", show(requested)),
+        );
+    }
+
+    // memory
+    let mut mem = res.memory().unwrap_or_default();
+    let requested = mem.limit().filter(|&l| l > 0).map(|l| l as u64);
+    let limit = policy.memory_bytes.clamp(requested);
+    if requested != Some(limit) {
+        mem.set_limit(Some(limit as i64));
+        changes.push(
+            keys::MEMORY,
+            format!("memory limit {} -> {limit}", show(requested)),
+        );
+    }
+    // memory.swap is memory+swap: never above the memory limit, i.e. no swap beyond it.
+    if mem.swap() != Some(limit as i64) {
+        changes.push(
+            keys::MEMORY,
+            format!(
+                "memory+swap {} -> {limit} (swap not above memory)",
+                show(mem.swap().map(|s| s as u64))
+            ),
+        );
+        mem.set_swap(Some(limit as i64));
+    }
+    if mem.reservation().is_some_and(|r| r > limit as i64) {
+        mem.set_reservation(Some(limit as i64));
+        changes.push(keys::MEMORY, "memory reservation clamped to the limit");
+    }
+    if mem.disable_oom_killer() == Some(true) {
+        mem.set_disable_oom_killer(Some(false));
+        changes.push(
+            keys::MEMORY,
+            "OOM killer re-enabled (a memory bomb is killed, not left hanging)",
+        );
+    }
+    res.set_memory(Some(mem));
+
+    if let Some(unified) = res.unified_mut() {
+        let before = unified.len();
+        unified.retain(|k, _| {
+            k.starts_with("cpu.") || k.starts_with("io.") || k.starts_with("hugetlb.")
+        });
+        if unified.len() != before {
+            changes.push(
+                keys::UNIFIED,
+                "dropped raw cgroup v2 keys other than cpu.*, io.*, hugetlb.*",
+            );
+        }
+    }
+}
+
+fn show(v: Option<u64>) -> String {
+    v.map(|v| v.to_string())
+        .unwrap_or_else(|| "unlimited".into())
+}
+
+/// Clamps RLIMIT_NOFILE and forces RLIMIT_CORE to 0.
+pub fn harden_rlimits(spec: &mut Spec, policy: &Policy, changes: &mut Changes) {
+    let process = spec.process_mut().get_or_insert_with(Default::default);
+    let mut rl = process.rlimits().clone().unwrap_or_default();
+
+    let nofile = rl
+        .iter()
+        .find(|r| r.typ() == PosixRlimitType::RlimitNofile)
+        .cloned();
+    let hard = policy.nofile.clamp(nofile.as_ref().map(|r| r.hard()));
+    let soft = nofile
+        .as_ref()
+        .map(|r| r.soft().min(hard))
+        .unwrap_or(policy.nofile.default.min(hard));
+    if nofile.as_ref().map(|r| (r.soft(), r.hard())) != Some((soft, hard)) {
+        rl.retain(|r| r.typ() != PosixRlimitType::RlimitNofile);
+        rl.push(rlimit(PosixRlimitType::RlimitNofile, soft, hard));
+        changes.push(keys::NOFILE, format!("RLIMIT_NOFILE -> {soft}/{hard}"));
+    }
+
+    let core = rl
+        .iter()
+        .find(|r| r.typ() == PosixRlimitType::RlimitCore)
+        .cloned();
+    if core.as_ref().map(|r| (r.soft(), r.hard())) != Some((0, 0)) {
+        rl.retain(|r| r.typ() != PosixRlimitType::RlimitCore);
+        rl.push(rlimit(PosixRlimitType::RlimitCore, 0, 0));
+        changes.push(keys::CORE, "RLIMIT_CORE -> 0");
+    }
+    process.set_rlimits(Some(rl));
+}
+
+fn rlimit(typ: PosixRlimitType, soft: u64, hard: u64) -> PosixRlimit {
+    oci_spec::runtime::PosixRlimitBuilder::default()
+        .typ(typ)
+        .soft(soft)
+        .hard(hard)
+        .build()
+        .expect("an rlimit with all fields set is valid")
+}
+
+/// Sysctls that are namespaced (and so only touch the container): `net.*` (the container has its own
+/// network namespace), IPC and message-queue keys.
+fn is_namespaced_sysctl(key: &str) -> bool {
+    key.starts_with("net.")
+        || key.starts_with("fs.mqueue.")
+        || matches!(
+            key,
+            "kernel.shmmax"
+                | "kernel.shmall"
+                | "kernel.shmmni"
+                | "kernel.shm_rmid_forced"
+                | "kernel.msgmax"
+                | "kernel.msgmnb"
+                | "kernel.msgmni"
+                | "kernel.sem"
+        )
+}
+
+/// Drops sysctls that are not namespaced.
+pub fn harden_sysctls(spec: &mut Spec, changes: &mut Changes) {
+    let Some(linux) = spec.linux_mut() else {
+        return;
+    };
+    if let Some(sysctl) = linux.sysctl_mut() {
+        let dropped: Vec<String> = sysctl
+            .keys()
+            .filter(|k| !is_namespaced_sysctl(k))
+            .cloned()
+            .collect();
+        for k in &dropped {
+            sysctl.remove(k);
+        }
+        if !dropped.is_empty() {
+            changes.push(
+                keys::SYSCTL,
+                format!("dropped host-wide sysctls {}", dropped.join(", ")),
+            );
+        }
+    }
+}
+
+/// Reads the memory limit of a hardened spec (for verification and records).
+pub fn memory_limit(spec: &Spec) -> Option<i64> {
+    spec.linux()
+        .as_ref()?
+        .resources()
+        .as_ref()?
+        .memory()
+        .as_ref()
+        .and_then(LinuxMemory::limit)
+}
+
+/// Reads the pids limit of a hardened spec.
+pub fn pids_limit(spec: &Spec) -> Option<i64> {
+    Some(
+        spec.linux()
+            .as_ref()?
+            .resources()
+            .as_ref()?
+            .pids()
+            .as_ref()?
+            .limit(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harden::testutil::*;
+
+    fn with_limits(pids: Option<i64>, mem: Option<i64>) -> Spec {
+        let mut s = careless_spec();
+        let mut res = LinuxResources::default();
+        if let Some(p) = pids {
+            let mut lp = LinuxPids::default();
+            lp.set_limit(p);
+            res.set_pids(Some(lp));
+        }
+        if let Some(m) = mem {
+            let mut lm = LinuxMemory::default();
+            lm.set_limit(Some(m));
+            res.set_memory(Some(lm));
+        }
+        s.linux_mut().as_mut().unwrap().set_resources(Some(res));
+        s
+    }
+
+    fn limits(pids: Option<i64>, mem: Option<i64>) -> (i64, i64, i64) {
+        let mut s = with_limits(pids, mem);
+        harden_limits(&mut s, &Policy::default(), &mut Changes::default());
+        let m = s
+            .linux()
+            .as_ref()
+            .unwrap()
+            .resources()
+            .as_ref()
+            .unwrap()
+            .memory()
+            .unwrap();
+        (
+            pids_limit(&s).unwrap(),
+            m.limit().unwrap(),
+            m.swap().unwrap(),
+        )
+    }
+
+    #[test]
+    fn absent_limits_get_defaults() {
+        assert_eq!(limits(None, None), (512, 512 << 20, 512 << 20));
+    }
+
+    #[test]
+    fn unlimited_pids_get_default() {
+        assert_eq!(limits(Some(-1), None).0, 512);
+        assert_eq!(limits(Some(0), None).0, 512);
+    }
+
+    #[test]
+    fn higher_limits_are_clamped_lower_kept() {
+        assert_eq!(limits(Some(100_000), Some(64 << 30)).0, 4096);
+        assert_eq!(limits(Some(100_000), Some(64 << 30)).1, 16 << 30);
+        assert_eq!(limits(Some(64), Some(64 << 20)), (64, 64 << 20, 64 << 20));
+    }
+
+    #[test]
+    fn raw_unified_pids_override_is_dropped() {
+        let mut s = with_limits(None, None);
+        let mut u = std::collections::HashMap::new();
+        u.insert("pids.max".to_string(), "max".to_string());
+        u.insert("cpu.weight".to_string(), "100".to_string());
+        s.linux_mut()
+            .as_mut()
+            .unwrap()
+            .resources_mut()
+            .as_mut()
+            .unwrap()
+            .set_unified(Some(u));
+        harden_limits(&mut s, &Policy::default(), &mut Changes::default());
+        let u = s
+            .linux()
+            .as_ref()
+            .unwrap()
+            .resources()
+            .as_ref()
+            .unwrap()
+            .unified()
+            .clone()
+            .unwrap();
+        assert!(!u.contains_key("pids.max"));
+        assert!(u.contains_key("cpu.weight"));
+    }
+
+    #[test]
+    fn oom_killer_cannot_be_disabled() {
+        let mut s = with_limits(None, Some(1 << 30));
+        let r = s
+            .linux_mut()
+            .as_mut()
+            .unwrap()
+            .resources_mut()
+            .as_mut()
+            .unwrap();
+        let mut m = r.memory().unwrap();
+        m.set_disable_oom_killer(Some(true));
+        r.set_memory(Some(m));
+        harden_limits(&mut s, &Policy::default(), &mut Changes::default());
+        let m = s
+            .linux()
+            .as_ref()
+            .unwrap()
+            .resources()
+            .as_ref()
+            .unwrap()
+            .memory()
+            .unwrap();
+        assert_eq!(m.disable_oom_killer(), Some(false));
+    }
+
+    #[test]
+    fn rlimits_are_clamped() {
+        let mut s = careless_spec();
+        s.process_mut().as_mut().unwrap().set_rlimits(Some(vec![
+            rlimit(PosixRlimitType::RlimitNofile, 1_000_000, 1_000_000),
+            rlimit(PosixRlimitType::RlimitCore, u64::MAX, u64::MAX),
+        ]));
+        harden_rlimits(&mut s, &Policy::default(), &mut Changes::default());
+        let rl = s.process().as_ref().unwrap().rlimits().clone().unwrap();
+        let nofile = rl
+            .iter()
+            .find(|r| r.typ() == PosixRlimitType::RlimitNofile)
+            .unwrap();
+        assert_eq!((nofile.soft(), nofile.hard()), (65536, 65536));
+        let core = rl
+            .iter()
+            .find(|r| r.typ() == PosixRlimitType::RlimitCore)
+            .unwrap();
+        assert_eq!((core.soft(), core.hard()), (0, 0));
+    }
+
+    #[test]
+    fn absent_nofile_gets_default_and_lower_is_kept() {
+        let mut s = careless_spec();
+        harden_rlimits(&mut s, &Policy::default(), &mut Changes::default());
+        let rl = s.process().as_ref().unwrap().rlimits().clone().unwrap();
+        let nofile = rl
+            .iter()
+            .find(|r| r.typ() == PosixRlimitType::RlimitNofile)
+            .unwrap();
+        assert_eq!((nofile.soft(), nofile.hard()), (1024, 1024));
+        let mut s = careless_spec();
+        s.process_mut()
+            .as_mut()
+            .unwrap()
+            .set_rlimits(Some(vec![rlimit(PosixRlimitType::RlimitNofile, 100, 200)]));
+        let mut c = Changes::default();
+        harden_rlimits(&mut s, &Policy::default(), &mut c);
+        let rl = s.process().as_ref().unwrap().rlimits().clone().unwrap();
+        let nofile = rl
+            .iter()
+            .find(|r| r.typ() == PosixRlimitType::RlimitNofile)
+            .unwrap();
+        assert_eq!((nofile.soft(), nofile.hard()), (100, 200));
+    }
+
+    #[test]
+    fn cgroups_path_made_absolute() {
+        let mut s = careless_spec();
+        harden_cgroups_path(&mut s, "c1", &Policy::default(), &mut Changes::default());
+        assert_eq!(
+            s.linux().as_ref().unwrap().cgroups_path().as_deref(),
+            Some(std::path::Path::new("/rloxsc/c1"))
+        );
+        let mut s = careless_spec();
+        s.linux_mut()
+            .as_mut()
+            .unwrap()
+            .set_cgroups_path(Some("/docker/abc".into()));
+        let mut c = Changes::default();
+        harden_cgroups_path(&mut s, "c1", &Policy::default(), &mut c);
+        assert_eq!(
+            s.linux().as_ref().unwrap().cgroups_path().as_deref(),
+            Some(std::path::Path::new("/docker/abc"))
+        );
+        assert!(c.0.is_empty());
+    }
+
+    #[test]
+    fn host_wide_sysctls_are_dropped() {
+        let mut s = careless_spec();
+        let mut m = std::collections::HashMap::new();
+        m.insert("kernel.core_pattern".to_string(), "|/evil".to_string());
+        m.insert("net.ipv4.ip_forward".to_string(), "1".to_string());
+        s.linux_mut().as_mut().unwrap().set_sysctl(Some(m));
+        harden_sysctls(&mut s, &mut Changes::default());
+        let m = s.linux().as_ref().unwrap().sysctl().clone().unwrap();
+        assert!(!m.contains_key("kernel.core_pattern"));
+        assert!(m.contains_key("net.ipv4.ip_forward"));
+    }
+}

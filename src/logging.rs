@@ -1,0 +1,244 @@
+//! Logging as runc does it: `--log FILE` receives one line per event, either text or (with
+//! `--log-format json`) runc's `{"level":"error","msg":"...","time":"RFC3339"}` form that containerd's
+//! shim and Podman parse; the file is created even when nothing goes wrong. Errors also go to stderr.
+
+use std::fmt::Write as _;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result};
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::LookupSpan;
+
+/// The `--log-format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `time="..." level=info msg="..."`
+    Text,
+    /// `{"level":"info","msg":"...","time":"..."}`
+    Json,
+}
+
+/// Collects an event's message and fields.
+#[derive(Default)]
+struct MessageVisitor {
+    msg: String,
+    fields: String,
+}
+
+impl Visit for MessageVisitor {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.msg.push_str(value);
+        } else {
+            let _ = write!(self.fields, " {}={}", field.name(), value);
+        }
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.msg, "{value:?}");
+        } else {
+            let _ = write!(self.fields, " {}={:?}", field.name(), value);
+        }
+    }
+}
+
+fn level_name(l: &Level) -> &'static str {
+    match *l {
+        Level::ERROR => "error",
+        Level::WARN => "warning",
+        Level::INFO => "info",
+        Level::DEBUG => "debug",
+        Level::TRACE => "trace",
+    }
+}
+
+/// Formats one log line (without the newline) in the given format.
+pub fn format_line(format: LogFormat, level: &str, msg: &str) -> String {
+    let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+    match format {
+        LogFormat::Json => {
+            serde_json::json!({"level": level, "msg": msg, "time": time}).to_string()
+        }
+        LogFormat::Text => format!("time={time:?} level={level} msg={msg:?}"),
+    }
+}
+
+struct RuncFormat(LogFormat);
+
+impl<S, N> FormatEvent<S, N> for RuncFormat
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        _ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> std::fmt::Result {
+        let mut v = MessageVisitor::default();
+        event.record(&mut v);
+        let msg = format!("{}{}", v.msg, v.fields);
+        writeln!(
+            writer,
+            "{}",
+            format_line(self.0, level_name(event.metadata().level()), &msg)
+        )
+    }
+}
+
+/// A log file shared between the tracing layer and [`Logger::error`].
+#[derive(Clone)]
+struct SharedFile(Arc<Mutex<File>>);
+
+impl Write for SharedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?
+            .write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for SharedFile {
+    type Writer = SharedFile;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// The logging set up for one invocation.
+pub struct Logger {
+    file: Option<SharedFile>,
+    format: LogFormat,
+}
+
+impl Logger {
+    /// Installs the global subscriber. With a log file, info and above from rloxsc (debug with `--debug`)
+    /// go to it; libcontainer's own messages only from warn (all with `--debug`). Without one, warnings
+    /// and errors go to stderr.
+    pub fn init(path: Option<&Path>, format: LogFormat, debug: bool) -> Result<Logger> {
+        let file = match path {
+            Some(p) => Some(SharedFile(Arc::new(Mutex::new(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .with_context(|| format!("cannot open log file {}", p.display()))?,
+            )))),
+            None => None,
+        };
+        let own = if debug {
+            LevelFilter::DEBUG
+        } else {
+            LevelFilter::INFO
+        };
+        let lib = if debug {
+            LevelFilter::DEBUG
+        } else {
+            LevelFilter::WARN
+        };
+        let targets = Targets::new()
+            .with_target("rloxsc", own)
+            .with_target("libcontainer", lib)
+            .with_target("libcgroups", lib)
+            .with_default(lib);
+        let result = match &file {
+            Some(f) => {
+                let layer = tracing_subscriber::fmt::layer()
+                    .event_format(RuncFormat(format))
+                    .with_writer(f.clone());
+                tracing::subscriber::set_global_default(
+                    tracing_subscriber::registry().with(layer.with_filter_targets(targets)),
+                )
+            }
+            None => {
+                let stderr_targets = Targets::new()
+                    .with_target(
+                        "rloxsc",
+                        if debug {
+                            LevelFilter::DEBUG
+                        } else {
+                            LevelFilter::WARN
+                        },
+                    )
+                    .with_default(if debug {
+                        LevelFilter::DEBUG
+                    } else {
+                        LevelFilter::ERROR
+                    });
+                let layer = tracing_subscriber::fmt::layer()
+                    .event_format(RuncFormat(LogFormat::Text))
+                    .with_writer(std::io::stderr);
+                tracing::subscriber::set_global_default(
+                    tracing_subscriber::registry().with(layer.with_filter_targets(stderr_targets)),
+                )
+            }
+        };
+        result.context("cannot install the logger")?;
+        Ok(Logger { file, format })
+    }
+
+    /// Reports the command's final error: one line in the log file (the last error line, which clients
+    /// show) and one on stderr.
+    pub fn error(&self, msg: &str) {
+        if let Some(f) = &self.file {
+            let mut f = f.clone();
+            let _ = writeln!(f, "{}", format_line(self.format, "error", msg));
+        }
+        let _ = writeln!(std::io::stderr(), "rloxsc: {msg}");
+    }
+}
+
+trait WithTargets<S> {
+    fn with_filter_targets(
+        self,
+        t: Targets,
+    ) -> tracing_subscriber::filter::Filtered<Self, Targets, S>
+    where
+        Self: Sized;
+}
+
+impl<S, L> WithTargets<S> for L
+where
+    L: tracing_subscriber::Layer<S>,
+    S: Subscriber,
+{
+    fn with_filter_targets(
+        self,
+        t: Targets,
+    ) -> tracing_subscriber::filter::Filtered<Self, Targets, S> {
+        tracing_subscriber::Layer::with_filter(self, t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_line_has_runc_fields() {
+        let l = format_line(LogFormat::Json, "error", "container \"x\" does not exist");
+        let v: serde_json::Value = serde_json::from_str(&l).unwrap();
+        assert_eq!(v["level"], "error");
+        assert_eq!(v["msg"], "container \"x\" does not exist");
+        assert!(chrono::DateTime::parse_from_rfc3339(v["time"].as_str().unwrap()).is_ok());
+    }
+
+    #[test]
+    fn text_line() {
+        let l = format_line(LogFormat::Text, "info", "hello");
+        assert!(l.contains("level=info") && l.contains("msg=\"hello\""));
+    }
+}

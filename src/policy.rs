@@ -1,0 +1,307 @@
+//! The hardening policy: every default and ceiling of rloxsc's mandatory hardened default, in one place.
+//!
+//! The policy says *what* the hardened spec must be; [`crate::harden`] applies it to a caller's spec and
+//! [`crate::verify`] checks that the running container really got it. Policy keys (the dotted names in
+//! [`keys`]) are quoted in every log line and error so that a user knows which setting governs a decision.
+
+use oci_spec::runtime::Capability;
+
+/// Names of the policy keys quoted in changes, refusals and verification errors.
+pub mod keys {
+    /// Which namespaces every container gets (pid, mount, ipc, uts, network, cgroup).
+    pub const NAMESPACES: &str = "namespaces.required";
+    /// Joining an existing namespace by path (allowed unless it is the host's).
+    pub const NAMESPACES_JOIN: &str = "namespaces.join";
+    /// What the container's network namespace may hold (`loopback-only` by default).
+    pub const NETWORK_MODE: &str = "network.mode";
+    /// rloxsc's own seccomp allowlist, stacked under the caller's profile.
+    pub const SECCOMP: &str = "seccomp.profile";
+    /// The container's root filesystem is mounted read-only.
+    pub const READONLY_ROOT: &str = "filesystem.readonly_root";
+    /// Paths masked inside the container (`/proc/kcore`, `/sys/firmware`, ...).
+    pub const MASKED_PATHS: &str = "filesystem.masked_paths";
+    /// Paths made read-only inside the container (`/proc/sys`, `/sys`, cgroupfs, ...).
+    pub const READONLY_PATHS: &str = "filesystem.readonly_paths";
+    /// Writable scratch space: size-limited `nosuid,nodev` tmpfs only.
+    pub const TMPFS: &str = "filesystem.tmpfs_size";
+    /// Mount types a caller may ask for.
+    pub const MOUNT_TYPES: &str = "mounts.allowed_types";
+    /// Host paths that may never be bind-mounted into a container.
+    pub const SENSITIVE_BINDS: &str = "mounts.sensitive_sources";
+    /// Whether a caller's bind mounts may be writable.
+    pub const WRITABLE_BINDS: &str = "mounts.writable_binds";
+    /// The pids cgroup limit.
+    pub const PIDS: &str = "limits.pids";
+    /// The memory cgroup limit (and swap, never above it).
+    pub const MEMORY: &str = "limits.memory";
+    /// RLIMIT_NOFILE.
+    pub const NOFILE: &str = "limits.nofile";
+    /// RLIMIT_CORE (always 0).
+    pub const CORE: &str = "limits.core";
+    /// Raw cgroup v2 `unified` keys a caller may set.
+    pub const UNIFIED: &str = "limits.unified";
+    /// The capability set a container may hold.
+    pub const CAPABILITIES: &str = "capabilities.allowed";
+    /// no_new_privileges (always on).
+    pub const NO_NEW_PRIVS: &str = "process.no_new_privileges";
+    /// oom_score_adj never below 0.
+    pub const OOM_SCORE_ADJ: &str = "process.oom_score_adj";
+    /// Device nodes and device cgroup rules.
+    pub const DEVICES: &str = "devices.allowed";
+    /// Sysctls a caller may set (namespaced ones only).
+    pub const SYSCTL: &str = "sysctl.allowed";
+    /// Where containers' cgroups are placed when the caller gives no absolute path.
+    pub const CGROUP_PARENT: &str = "cgroups.parent";
+    /// The container's root filesystem itself (must exist, must not be a symlink).
+    pub const ROOTFS: &str = "filesystem.rootfs";
+    /// Runtime options that would weaken containment (e.g. `--no-pivot`).
+    pub const CLI: &str = "cli.weakening_options";
+}
+
+/// A numeric limit: the value used when the caller gives none, and the highest value a caller may ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    /// Applied when the caller sets no limit (or "unlimited").
+    pub default: u64,
+    /// The highest value a caller's request is kept at; anything above is clamped to it.
+    pub ceiling: u64,
+}
+
+impl Limit {
+    /// Clamps a caller's request: `None` (absent or unlimited) gives the default, anything above the
+    /// ceiling gives the ceiling, anything else is kept.
+    pub fn clamp(&self, requested: Option<u64>) -> u64 {
+        match requested {
+            None => self.default,
+            Some(v) if v > self.ceiling => self.ceiling,
+            Some(v) => v,
+        }
+    }
+}
+
+/// What the container's network namespace may contain once the caller's hooks have run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkMode {
+    /// Only the loopback interface (the default).
+    LoopbackOnly,
+    /// Any interface the caller's hooks add (e.g. a Kubernetes CNI), still in a namespace of its own.
+    Namespace,
+}
+
+impl NetworkMode {
+    /// The policy-file spelling of the mode.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            NetworkMode::LoopbackOnly => "loopback-only",
+            NetworkMode::Namespace => "namespace",
+        }
+    }
+}
+
+/// The hardening policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// pids cgroup limit (`pids.max`).
+    pub pids: Limit,
+    /// memory cgroup limit in bytes; swap is never allowed above it.
+    pub memory_bytes: Limit,
+    /// RLIMIT_NOFILE (soft and hard).
+    pub nofile: Limit,
+    /// Size of each writable tmpfs, in bytes.
+    pub tmpfs_bytes: Limit,
+    /// Capabilities a container may keep; anything else is dropped from all five sets.
+    pub capabilities: Vec<Capability>,
+    /// What the network namespace may contain.
+    pub network: NetworkMode,
+    /// Whether a caller's bind mounts may stay writable (they always get `nosuid,nodev`).
+    pub writable_binds: bool,
+    /// Directories that get a size-limited tmpfs when the caller mounts nothing there.
+    pub scratch_dirs: Vec<String>,
+    /// Cgroup parent used when the caller gives no absolute `cgroupsPath`.
+    pub cgroup_parent: String,
+}
+
+/// Capabilities that no policy can ever grant: each one is an escape or host-control primitive.
+pub const FORBIDDEN_CAPABILITIES: &[Capability] = &[
+    Capability::SysAdmin,
+    Capability::NetAdmin,
+    Capability::NetRaw,
+    Capability::SysPtrace,
+    Capability::SysModule,
+    Capability::SysRawio,
+    Capability::SysChroot,
+    Capability::DacReadSearch,
+    Capability::Mknod,
+    Capability::SysBoot,
+    Capability::SysTime,
+    Capability::SysResource,
+    Capability::Bpf,
+    Capability::Perfmon,
+    Capability::Syslog,
+    Capability::MacAdmin,
+    Capability::MacOverride,
+    Capability::LinuxImmutable,
+    Capability::AuditControl,
+    Capability::WakeAlarm,
+    Capability::BlockSuspend,
+    Capability::Lease,
+    Capability::IpcLock,
+    Capability::SysPacct,
+    Capability::SysNice,
+    Capability::SysTtyConfig,
+];
+
+/// The default capability allowlist: Docker's default set minus MKNOD, NET_RAW and SYS_CHROOT.
+pub const DEFAULT_CAPABILITIES: &[Capability] = &[
+    Capability::Chown,
+    Capability::DacOverride,
+    Capability::Fsetid,
+    Capability::Fowner,
+    Capability::Setgid,
+    Capability::Setuid,
+    Capability::Setfcap,
+    Capability::Setpcap,
+    Capability::NetBindService,
+    Capability::Kill,
+    Capability::AuditWrite,
+];
+
+/// Paths always masked inside a container (runc's and Docker's lists).
+pub const MASKED_PATHS: &[&str] = &[
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/interrupts",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+];
+
+/// Paths always read-only inside a container.
+pub const READONLY_PATHS: &[&str] = &[
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+];
+
+/// Host paths that may never be the source of a bind mount, nor lie inside one.
+pub const SENSITIVE_HOST_PATHS: &[&str] = &[
+    "/",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/boot",
+    "/run/rloxsc",
+    "/run/runc",
+    "/run/crun",
+    "/run/containerd",
+    "/var/run/containerd",
+    "/var/lib/containerd",
+    "/run/docker",
+    "/var/run/docker",
+    "/var/lib/docker",
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/podman",
+    "/var/run/podman",
+    "/var/lib/containers",
+    "/run/containers",
+    "/run/crio",
+    "/var/run/crio",
+    "/etc/rloxsc",
+];
+
+/// Host directories whose whole subtree is refused as a bind source (not only the directory itself).
+pub const SENSITIVE_HOST_TREES: &[&str] = &["/proc", "/sys", "/dev", "/boot"];
+
+/// File names of container-runtime control sockets, refused as bind sources wherever they live.
+pub const SENSITIVE_SOCKET_NAMES: &[&str] = &[
+    "docker.sock",
+    "containerd.sock",
+    "containerd.sock.ttrpc",
+    "podman.sock",
+    "crio.sock",
+    "dockershim.sock",
+];
+
+const MIB: u64 = 1024 * 1024;
+const GIB: u64 = 1024 * MIB;
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            pids: Limit {
+                default: 512,
+                ceiling: 4096,
+            },
+            memory_bytes: Limit {
+                default: 512 * MIB,
+                ceiling: 16 * GIB,
+            },
+            nofile: Limit {
+                default: 1024,
+                ceiling: 65536,
+            },
+            tmpfs_bytes: Limit {
+                default: 64 * MIB,
+                ceiling: GIB,
+            },
+            capabilities: DEFAULT_CAPABILITIES.to_vec(),
+            network: NetworkMode::LoopbackOnly,
+            writable_binds: true,
+            scratch_dirs: vec!["/tmp".to_string()],
+            cgroup_parent: "/rloxsc".to_string(),
+        }
+    }
+}
+
+impl Policy {
+    /// The capabilities a container may hold under this policy: the configured set minus the forbidden ones
+    /// (a policy can never grant a forbidden capability).
+    pub fn allowed_capabilities(&self) -> Vec<Capability> {
+        self.capabilities
+            .iter()
+            .copied()
+            .filter(|c| !FORBIDDEN_CAPABILITIES.contains(c))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clamp_keeps_lower_and_clamps_higher_or_absent() {
+        let l = Limit {
+            default: 512,
+            ceiling: 4096,
+        };
+        assert_eq!(l.clamp(Some(100)), 100);
+        assert_eq!(l.clamp(Some(4096)), 4096);
+        assert_eq!(l.clamp(Some(10_000)), 4096);
+        assert_eq!(l.clamp(None), 512);
+    }
+
+    #[test]
+    fn default_capabilities_contain_nothing_forbidden() {
+        for c in DEFAULT_CAPABILITIES {
+            assert!(!FORBIDDEN_CAPABILITIES.contains(c), "{c:?} is forbidden");
+        }
+    }
+
+    #[test]
+    fn forbidden_capabilities_are_filtered_even_if_configured() {
+        let mut p = Policy::default();
+        p.capabilities.push(Capability::SysAdmin);
+        assert!(!p.allowed_capabilities().contains(&Capability::SysAdmin));
+        assert!(p.allowed_capabilities().contains(&Capability::Chown));
+    }
+}

@@ -1,0 +1,140 @@
+//! Compiles the allowlist to a BPF program with libseccomp (linked statically).
+//!
+//! Compilation runs in the runtime process, before libcontainer clones the container's processes: the
+//! container's init only hands the finished program to the kernel, so it runs no libseccomp code and
+//! needs no allocation-heavy work after its own setup.
+
+use std::io::{Read, Seek, SeekFrom};
+
+use anyhow::{bail, Context, Result};
+use libseccomp::{
+    ScmpAction, ScmpArch, ScmpArgCompare, ScmpCompareOp, ScmpFilterContext, ScmpSyscall,
+};
+
+use super::allowlist::{self, Cmp};
+
+/// A compiled BPF program (an array of `struct sock_filter`) ready for `seccomp(SECCOMP_SET_MODE_FILTER)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompiledFilter {
+    /// The raw program: 8 bytes per instruction, native endianness.
+    pub bpf: Vec<u8>,
+    /// Names in the allowlist that this libseccomp does not know (left denied).
+    pub unknown: Vec<&'static str>,
+}
+
+impl CompiledFilter {
+    /// Number of BPF instructions.
+    pub fn instructions(&self) -> usize {
+        self.bpf.len() / 8
+    }
+}
+
+const EPERM: i32 = 1;
+const ENOSYS: i32 = 38;
+
+fn resolve(name: &'static str, unknown: &mut Vec<&'static str>) -> Option<ScmpSyscall> {
+    match ScmpSyscall::from_name(name) {
+        Ok(s) => Some(s),
+        Err(_) => {
+            unknown.push(name);
+            None
+        }
+    }
+}
+
+/// Compiles rloxsc's allowlist for the native architecture only: any other architecture (the i386
+/// `int 0x80` ABI, x32) kills the process; unlisted syscalls fail with EPERM.
+pub fn compile_filter() -> Result<CompiledFilter> {
+    if ScmpArch::native() != ScmpArch::X8664 {
+        bail!(
+            "rloxsc's seccomp allowlist is written for x86_64; this is {:?}",
+            ScmpArch::native()
+        );
+    }
+    let mut ctx = ScmpFilterContext::new(ScmpAction::Errno(EPERM))
+        .context("seccomp: cannot create a filter context")?;
+    ctx.set_act_badarch(ScmpAction::KillProcess)
+        .context("seccomp: cannot set the bad-architecture action")?;
+    // libcontainer sets no_new_privs itself and so do we (in the executor); libseccomp must not try
+    ctx.set_ctl_nnp(false)
+        .context("seccomp: cannot clear the NNP control")?;
+    let mut unknown = Vec::new();
+
+    for name in allowlist::UNCONDITIONAL {
+        if let Some(sc) = resolve(name, &mut unknown) {
+            ctx.add_rule(ScmpAction::Allow, sc)
+                .with_context(|| format!("seccomp: cannot allow {name}"))?;
+        }
+    }
+    for rule in allowlist::CONDITIONAL {
+        if let Some(sc) = resolve(rule.name, &mut unknown) {
+            let cmps: Vec<ScmpArgCompare> = rule
+                .args
+                .iter()
+                .map(|(arg, cmp)| match *cmp {
+                    Cmp::Eq(v) => ScmpArgCompare::new(*arg, ScmpCompareOp::Equal, v),
+                    Cmp::MaskedEq(mask, v) => {
+                        ScmpArgCompare::new(*arg, ScmpCompareOp::MaskedEqual(mask), v)
+                    }
+                })
+                .collect();
+            ctx.add_rule_conditional(ScmpAction::Allow, sc, &cmps)
+                .with_context(|| {
+                    format!("seccomp: cannot add the conditional rule for {}", rule.name)
+                })?;
+        }
+    }
+    for name in allowlist::ENOSYS {
+        if let Some(sc) = resolve(name, &mut unknown) {
+            ctx.add_rule(ScmpAction::Errno(ENOSYS), sc)
+                .with_context(|| format!("seccomp: cannot make {name} answer ENOSYS"))?;
+        }
+    }
+
+    let bpf = export(&ctx)?;
+    if bpf.is_empty() || bpf.len() % 8 != 0 {
+        bail!(
+            "seccomp: libseccomp produced a malformed program of {} bytes",
+            bpf.len()
+        );
+    }
+    Ok(CompiledFilter { bpf, unknown })
+}
+
+fn export(ctx: &ScmpFilterContext) -> Result<Vec<u8>> {
+    let fd = nix::sys::memfd::memfd_create(
+        c"rloxsc-seccomp",
+        nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC,
+    )
+    .context("seccomp: memfd_create for the BPF export failed")?;
+    let mut file = std::fs::File::from(fd);
+    ctx.export_bpf(&file)
+        .context("seccomp: exporting the BPF program failed")?;
+    file.seek(SeekFrom::Start(0))?;
+    let mut bpf = Vec::new();
+    file.read_to_end(&mut bpf)?;
+    Ok(bpf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compiles_to_a_nonempty_program() {
+        let f = compile_filter().unwrap();
+        assert!(f.instructions() > 50, "{} instructions", f.instructions());
+    }
+
+    #[test]
+    fn forbidden_names_are_known_to_libseccomp() {
+        // a forbidden name libseccomp does not know would not matter (allowlist), but a typo in the
+        // allowlist's forbidden list would hide a real gap in the tests: every name must resolve
+        for name in allowlist::NEVER_ALLOWED {
+            assert!(
+                ScmpSyscall::from_name(name).is_ok(),
+                "{name} unknown to libseccomp"
+            );
+        }
+    }
+}
