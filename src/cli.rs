@@ -185,6 +185,18 @@ pub fn main() -> i32 {
             return 1;
         }
     };
+    if matches!(
+        cli.command,
+        Some(Command::Create(_)) | Some(Command::Run { .. })
+    ) {
+        if let Err(e) = crate::exeseal::ensure_sealed(&cli.root.join("empty")) {
+            logger.error(&format!(
+                "refusing to create containers: {e:#} (policy key {})",
+                keys::EXE_SEAL
+            ));
+            return 1;
+        }
+    }
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {

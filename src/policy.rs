@@ -54,6 +54,8 @@ pub mod keys {
     pub const CGROUP_PARENT: &str = "cgroups.parent";
     /// The container's root filesystem itself (must exist, must not be a symlink).
     pub const ROOTFS: &str = "filesystem.rootfs";
+    /// The runtime binary is sealed (read-only overlay or sealed memfd) before containers see it.
+    pub const EXE_SEAL: &str = "runtime.sealed_binary";
     /// Runtime options that would weaken containment (e.g. `--no-pivot`).
     pub const CLI: &str = "cli.weakening_options";
 }

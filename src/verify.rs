@@ -64,6 +64,12 @@ pub fn verify_container(
         }
     }
     out.extend(check_namespaces(&proc_dir, facts_like));
+    if crate::exeseal::sealing_of(&proc_dir.join("exe")) == crate::exeseal::Sealing::Unsealed {
+        out.push(fail(
+            keys::EXE_SEAL,
+            "the container's init maps a writable rloxsc binary (CVE-2019-5736)",
+        ));
+    }
     match std::fs::read_to_string(proc_dir.join("net/dev")) {
         Ok(netdev) => out.extend(check_network(&netdev, policy)),
         Err(e) => out.push(fail(

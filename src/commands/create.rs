@@ -152,6 +152,18 @@ fn post_create_and_verify(
         })?
         .as_raw();
     deny_v1_default_devices(pid)?;
+    let new_netns = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.namespaces().as_ref())
+        .is_some_and(|ns| {
+            ns.iter().any(|n| {
+                n.typ() == oci_spec::runtime::LinuxNamespaceType::Network && n.path().is_none()
+            })
+        });
+    if new_netns {
+        crate::netns::bring_loopback_up(pid).context("cannot bring up loopback in the container's network namespace (policy key network.mode)")?;
+    }
     verify_now(ctx, container.id(), pid, spec, host)
 }
 

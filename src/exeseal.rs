@@ -1,0 +1,188 @@
+//! CVE-2019-5736 defence: the container must never get a writable handle to the rloxsc binary.
+//!
+//! A container process can reach the runtime's binary through `/proc/<pid>/exe` of the container's init
+//! (a clone of rloxsc until the payload's execve) or by making the payload `#!/proc/self/exe`. Before any
+//! verb that creates container processes, rloxsc re-executes itself from a private, detached, read-only
+//! overlayfs mount of its own directory (the approach runc 1.2 took): `/proc/self/exe` then names a file
+//! on a read-only superblock, so a write through it fails with EROFS. Unlike a sealed memfd copy of the
+//! whole binary (~20 ms here) this copies nothing: a mount and an execve. If the kernel cannot do it,
+//! rloxsc falls back to the sealed memfd copy; if that fails too, it refuses to run.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+const OVERLAYFS_SUPER_MAGIC: i64 = 0x794c_7630;
+const FSOPEN_CLOEXEC: libc::c_uint = 1;
+const FSCONFIG_SET_STRING: libc::c_uint = 1;
+const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+const MOUNT_ATTR_RDONLY: libc::c_uint = 0x1;
+const MOUNT_ATTR_NOSUID: libc::c_uint = 0x2;
+const MOUNT_ATTR_NODEV: libc::c_uint = 0x4;
+
+/// How the running binary is protected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sealing {
+    /// `/proc/self/exe` is on a read-only overlayfs.
+    ReadOnlyOverlay,
+    /// `/proc/self/exe` is a sealed memfd.
+    SealedMemfd,
+    /// Neither.
+    Unsealed,
+}
+
+/// How `path` (normally `/proc/self/exe` or `/proc/<pid>/exe`) is protected.
+pub fn sealing_of(path: &Path) -> Sealing {
+    let c = CString::new(path.as_os_str().as_bytes()).expect("no NUL in a path");
+    // SAFETY: statfs/statvfs into zeroed structs.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    let mut sv: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0
+        && unsafe { libc::statvfs(c.as_ptr(), &mut sv) } == 0
+        && st.f_type as i64 == OVERLAYFS_SUPER_MAGIC
+        && (sv.f_flag & libc::ST_RDONLY) != 0
+    {
+        return Sealing::ReadOnlyOverlay;
+    }
+    if let Ok(f) = std::fs::File::open(path) {
+        // SAFETY: fcntl on an fd we own.
+        let seals = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GET_SEALS) };
+        let need = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+        if seals >= 0 && seals & need == need {
+            return Sealing::SealedMemfd;
+        }
+    }
+    Sealing::Unsealed
+}
+
+fn sys(ret: libc::c_long, what: &str) -> Result<OwnedFd> {
+    if ret < 0 {
+        bail!("{what}: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: the syscall returned a new fd that we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(ret as i32) })
+}
+
+/// A detached read-only overlayfs whose top layer is `dir`; returns an fd to `name` in it.
+fn overlay_copy(dir: &Path, name: &CStr, empty: &Path) -> Result<OwnedFd> {
+    let fs = sys(
+        unsafe { libc::syscall(libc::SYS_fsopen, c"overlay".as_ptr(), FSOPEN_CLOEXEC) },
+        "fsopen(overlay)",
+    )?;
+    let lower =
+        CString::new(format!("{}:{}", dir.display(), empty.display())).context("path with NUL")?;
+    // SAFETY: fsconfig with valid C strings.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_fsconfig,
+            fs.as_raw_fd(),
+            FSCONFIG_SET_STRING,
+            c"lowerdir".as_ptr(),
+            lower.as_ptr(),
+            0,
+        )
+    };
+    if rc < 0 {
+        bail!("fsconfig(lowerdir): {}", std::io::Error::last_os_error());
+    }
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_fsconfig,
+            fs.as_raw_fd(),
+            FSCONFIG_CMD_CREATE,
+            std::ptr::null::<u8>(),
+            std::ptr::null::<u8>(),
+            0,
+        )
+    };
+    if rc < 0 {
+        bail!("fsconfig(create): {}", std::io::Error::last_os_error());
+    }
+    let mnt = sys(
+        unsafe {
+            libc::syscall(
+                libc::SYS_fsmount,
+                fs.as_raw_fd(),
+                FSMOUNT_CLOEXEC,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+            )
+        },
+        "fsmount",
+    )?;
+    // SAFETY: openat relative to the detached mount.
+    let fd = unsafe {
+        libc::openat(
+            mnt.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    sys(fd as libc::c_long, "open the binary in the overlay")
+}
+
+/// A sealed memfd copy of the binary (the slow fallback).
+fn memfd_copy(exe: &Path) -> Result<OwnedFd> {
+    let fd = nix::sys::memfd::memfd_create(
+        c"rloxsc",
+        nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC
+            | nix::sys::memfd::MemFdCreateFlag::MFD_ALLOW_SEALING,
+    )?;
+    let mut src = std::fs::File::open(exe)?;
+    let mut dst = std::fs::File::from(fd);
+    std::io::copy(&mut src, &mut dst)?;
+    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+    // SAFETY: fcntl on an fd we own.
+    if unsafe { libc::fcntl(dst.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+        bail!(
+            "sealing the memfd copy: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(OwnedFd::from(dst))
+}
+
+/// Makes sure the running binary is sealed; re-executes it from a sealed copy if not (never returns
+/// then). `empty_dir` is an empty directory rloxsc owns (overlayfs needs two lower layers).
+pub fn ensure_sealed(empty_dir: &Path) -> Result<()> {
+    let self_exe = Path::new("/proc/self/exe");
+    if sealing_of(self_exe) != Sealing::Unsealed {
+        return Ok(());
+    }
+    let exe: PathBuf = std::fs::read_link(self_exe).context("cannot resolve /proc/self/exe")?;
+    let dir = exe.parent().context("binary without a directory")?;
+    let name = CString::new(exe.file_name().context("binary without a name")?.as_bytes())?;
+    std::fs::create_dir_all(empty_dir)
+        .with_context(|| format!("cannot create {}", empty_dir.display()))?;
+    let fd = match overlay_copy(dir, &name, empty_dir) {
+        Ok(fd) => fd,
+        Err(e) => {
+            tracing::warn!("read-only overlay of the binary failed ({e:#}); falling back to a sealed memfd copy");
+            memfd_copy(&exe)
+                .context("cannot seal a copy of the rloxsc binary (CVE-2019-5736 defence)")?
+        }
+    };
+    let args: Vec<CString> = std::env::args_os()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<Result<_, _>>()?;
+    let env: Vec<CString> = std::env::vars_os()
+        .map(|(k, v)| {
+            let mut b = k.as_bytes().to_vec();
+            b.push(b'=');
+            b.extend_from_slice(v.as_bytes());
+            CString::new(b)
+        })
+        .collect::<Result<_, _>>()?;
+    let err = nix::unistd::execveat(
+        Some(fd.as_raw_fd()),
+        c"",
+        &args,
+        &env,
+        nix::fcntl::AtFlags::AT_EMPTY_PATH,
+    )
+    .unwrap_err();
+    bail!("cannot re-execute the sealed rloxsc binary: {err}")
+}
