@@ -93,16 +93,20 @@ rt_argv() {
     esac
 }
 
-# purge RUNTIME: delete --force every container left in its state dir (each
-# runtime keeps one directory per container under its --root).
-purge() {
-    local r=$1 d="$TMP/state-$1" id
-    [ -d "$d" ] || return 0
+# leftovers RUNTIME: ids of the containers the runtime still lists under its --root.
+leftovers() {
+    local r=$1
+    [ -d "$TMP/state-$r" ] || return 0
     [ "$r" = rloxsc ] && [ ! -x "$RLOXSC" ] && return 0
     rt_argv "$r"
-    for id in "$d"/*/; do
-        [ -d "$id" ] || continue
-        id=${id%/}; id=${id##*/}
+    timeout 20 "${RT_ARGV[@]}" list -q 2>/dev/null || true
+}
+
+# purge RUNTIME: delete --force every container the runtime still lists.
+purge() {
+    local r=$1 id
+    rt_argv "$r"
+    for id in $(leftovers "$r"); do
         timeout 20 "${RT_ARGV[@]}" delete --force "$id" >/dev/null 2>&1 ||
             echo "bench.sh: warning: $r delete --force $id failed" >&2
     done
@@ -242,7 +246,8 @@ for s in "${SCENARIOS[@]}"; do
             "$TMP/$s.json")
         MED[$s,$r]=$med; MEAN[$s,$r]=$mean; SD[$s,$r]=$sd
         # Containers that should be gone after every iteration.
-        LEFT[$s,$r]=$(find "$TMP/state-$r" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)
+        # ask the runtime itself: its state dir layout is its own business
+        LEFT[$s,$r]=$(leftovers "$r" | grep -c . || true)
         [ "${LEFT[$s,$r]}" -gt 0 ] && purge "$r"
         if [ "$s" = lifecycle ]; then
             FORCED[$r]=$(wc -l <"$TMP/forced-$r")

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# deps.sh - install everything rloxsc needs to build, run its demo and pass its tests on Debian 12,
+# as root. Idempotent and quick when everything is already there.
+#   scripts/deps.sh          build + demo + test dependencies
+#   scripts/deps.sh --bench  also the benchmark peers (runc, crun, hyperfine)
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+pkgs=(build-essential pkg-config libseccomp-dev libelf-dev zlib1g-dev busybox-static python3 git ca-certificates)
+if [ "${1:-}" = "--bench" ]; then
+    pkgs+=(runc crun hyperfine jq time)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "deps: installing ${missing[*]}"
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Rust: the toolchain comes from rustup (Debian 12's rustc is too old for libcontainer).
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "deps: cargo not found. Install a Rust toolchain (>= 1.85) with rustup, then re-run." >&2
+    exit 1
+fi
+if command -v rustup >/dev/null 2>&1; then
+    rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt >/dev/null 2>&1 || true
+fi
+[ -f /usr/lib/x86_64-linux-gnu/libseccomp.a ] || { echo "deps: static libseccomp (libseccomp-dev) missing" >&2; exit 1; }
+echo "deps: ok"
