@@ -1,4 +1,12 @@
-//! Records the git commit for `rloxsc --version`.
+//! Build script: records the git commit for `rloxsc --version`, and compiles rloxsc's seccomp allowlist
+//! to BPF once, at build time (like Firecracker's seccompiler), so no container pays for libseccomp.
+
+#[path = "src/seccomp/allowlist.rs"]
+#[allow(dead_code)]
+mod allowlist;
+#[path = "src/seccomp/compile.rs"]
+#[allow(dead_code)]
+mod compile;
 
 fn main() {
     let commit = std::process::Command::new("git")
@@ -11,4 +19,15 @@ fn main() {
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=RLOXSC_GIT_COMMIT={commit}");
     println!("cargo:rerun-if-changed=.git/HEAD");
+    println!("cargo:rerun-if-changed=src/seccomp/allowlist.rs");
+    println!("cargo:rerun-if-changed=src/seccomp/compile.rs");
+
+    let filter = compile::compile_filter().expect("compiling rloxsc's seccomp allowlist");
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    std::fs::write(out.join("rloxsc-seccomp.bpf"), &filter.bpf).unwrap();
+    std::fs::write(
+        out.join("rloxsc-seccomp-unknown.txt"),
+        filter.unknown.join(","),
+    )
+    .unwrap();
 }

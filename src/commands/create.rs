@@ -53,6 +53,7 @@ pub fn load_caller_spec(bundle: &Path) -> Result<Spec> {
 /// verified; on failure nothing is left behind.
 pub fn create(ctx: &Context, opts: &CreateOptions) -> Result<Container> {
     container::validate_id(&opts.id)?;
+    let t0 = std::time::Instant::now();
     let layout = &ctx.layout;
     if layout.container_dir(&opts.id).exists() || layout.bundle_dir(&opts.id).exists() {
         bail!("container with id {:?} already exists", opts.id);
@@ -77,6 +78,11 @@ pub fn create(ctx: &Context, opts: &CreateOptions) -> Result<Container> {
         bail!("process.terminal is set but no --console-socket was given: rloxsc does not yet allocate a terminal itself; use --console-socket or set process.terminal to false");
     }
 
+    tracing::debug!(
+        "create {}: spec read, facts gathered and hardened in {:?}",
+        opts.id,
+        t0.elapsed()
+    );
     let filter = seccomp::compile_filter()
         .context("cannot compile rloxsc's seccomp filter (policy key seccomp.profile)")?;
     if !filter.unknown.is_empty() {
@@ -85,11 +91,21 @@ pub fn create(ctx: &Context, opts: &CreateOptions) -> Result<Container> {
             filter.unknown
         );
     }
+    tracing::debug!(
+        "create {}: seccomp program ready at {:?}",
+        opts.id,
+        t0.elapsed()
+    );
     let meta = BundleMeta {
         caller_bundle: bundle.clone(),
         changes: hardened.changes.iter().map(|c| c.to_string()).collect(),
     };
     let private = layout.write_bundle(&opts.id, &spec, &meta)?;
+    tracing::debug!(
+        "create {}: seccomp compiled and private bundle written at {:?}",
+        opts.id,
+        t0.elapsed()
+    );
 
     let built = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
         .with_executor(HardenedExecutor::new(filter, ctx.faults.executor()))
@@ -118,6 +134,11 @@ pub fn create(ctx: &Context, opts: &CreateOptions) -> Result<Container> {
         }
     };
 
+    tracing::debug!(
+        "create {}: libcontainer created the container at {:?}",
+        opts.id,
+        t0.elapsed()
+    );
     if let Err(e) = post_create_and_verify(ctx, &container, &spec, &host) {
         let _ = container.kill(nix::sys::signal::Signal::SIGKILL, true);
         let _ = container.delete(true);
@@ -132,6 +153,7 @@ pub fn create(ctx: &Context, opts: &CreateOptions) -> Result<Container> {
             return Err(e);
         }
     }
+    tracing::debug!("create {}: verified at {:?}", opts.id, t0.elapsed());
     Ok(container)
 }
 

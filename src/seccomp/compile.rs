@@ -1,8 +1,9 @@
 //! Compiles the allowlist to a BPF program with libseccomp (linked statically).
 //!
-//! Compilation runs in the runtime process, before libcontainer clones the container's processes: the
-//! container's init only hands the finished program to the kernel, so it runs no libseccomp code and
-//! needs no allocation-heavy work after its own setup.
+//! This file is shared with `build.rs`, which compiles the filter once at build time; the binary embeds
+//! the result ([`super::precompiled`]). The container's init only hands the finished program to the
+//! kernel: no libseccomp code runs per container. The runtime compiler stays for the unit test that
+//! proves the embedded program is exactly what this allowlist compiles to.
 
 use std::io::{Read, Seek, SeekFrom};
 
@@ -19,7 +20,7 @@ pub struct CompiledFilter {
     /// The raw program: 8 bytes per instruction, native endianness.
     pub bpf: Vec<u8>,
     /// Names in the allowlist that this libseccomp does not know (left denied).
-    pub unknown: Vec<&'static str>,
+    pub unknown: Vec<String>,
 }
 
 impl CompiledFilter {
@@ -32,11 +33,11 @@ impl CompiledFilter {
 const EPERM: i32 = 1;
 const ENOSYS: i32 = 38;
 
-fn resolve(name: &'static str, unknown: &mut Vec<&'static str>) -> Option<ScmpSyscall> {
+fn resolve(name: &'static str, unknown: &mut Vec<String>) -> Option<ScmpSyscall> {
     match ScmpSyscall::from_name(name) {
         Ok(s) => Some(s),
         Err(_) => {
-            unknown.push(name);
+            unknown.push(name.to_string());
             None
         }
     }
@@ -124,6 +125,14 @@ mod tests {
     fn compiles_to_a_nonempty_program() {
         let f = compile_filter().unwrap();
         assert!(f.instructions() > 50, "{} instructions", f.instructions());
+    }
+
+    #[test]
+    fn embedded_program_matches_the_allowlist() {
+        assert_eq!(
+            compile_filter().unwrap().bpf,
+            crate::seccomp::precompiled().bpf
+        );
     }
 
     #[test]

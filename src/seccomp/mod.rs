@@ -7,4 +7,21 @@ pub mod compile;
 pub mod install;
 
 pub use compile::{compile_filter, CompiledFilter};
+
+/// rloxsc's filter as compiled by `build.rs` at build time.
+static PRECOMPILED_BPF: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/rloxsc-seccomp.bpf"));
+static PRECOMPILED_UNKNOWN: &str =
+    include_str!(concat!(env!("OUT_DIR"), "/rloxsc-seccomp-unknown.txt"));
+
+/// The filter compiled at build time (no libseccomp work at run time).
+pub fn precompiled() -> CompiledFilter {
+    CompiledFilter {
+        bpf: PRECOMPILED_BPF.to_vec(),
+        unknown: PRECOMPILED_UNKNOWN
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+    }
+}
 pub use install::install_and_verify;
