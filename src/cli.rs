@@ -37,8 +37,9 @@ pub struct Cli {
     /// Accepted for compatibility (checkpointing is not supported).
     #[arg(long, global = true, hide = true)]
     pub criu: Option<String>,
-    /// Accepted for compatibility: rloxsc decides rootless mode itself.
-    #[arg(long, global = true, hide = true)]
+    /// runc's `--rootless [true|false|auto]` (global) and `spec --rootless`: rootless mode is not
+    /// supported yet, so anything but `false`/`auto` is refused.
+    #[arg(long, global = true, num_args = 0..=1, default_missing_value = "true")]
     pub rootless: Option<String>,
     /// Print version information.
     #[arg(short = 'v', long = "version")]
@@ -129,9 +130,6 @@ pub enum Command {
         /// Directory to write config.json in.
         #[arg(short = 'b', long, default_value = ".")]
         bundle: PathBuf,
-        /// Refused: rootless specs are not supported yet.
-        #[arg(long)]
-        rootless: bool,
     },
     /// Print the OCI features document.
     Features,
@@ -212,6 +210,13 @@ fn dispatch(cli: Cli) -> Result<i32> {
         policy: Policy::default(),
         faults: Faults::from_env(),
     };
+    if cli
+        .rootless
+        .as_deref()
+        .is_some_and(|v| v != "false" && v != "auto")
+    {
+        bail!("--rootless is not supported yet: rloxsc runs as root");
+    }
     let Some(command) = cli.command else {
         bail!("no command given; see rloxsc --help");
     };
@@ -225,12 +230,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Kill { all, id, signal } => commands::kill::kill(&ctx, &id, &signal, all)?,
         Command::Delete { force, id } => commands::delete::delete(&ctx, &id, force)?,
         Command::List { format, quiet } => commands::list::list(&ctx, format, quiet)?,
-        Command::Spec { bundle, rootless } => {
-            if rootless {
-                bail!("rloxsc spec --rootless is not supported yet");
-            }
-            commands::spec::spec(&ctx, &bundle)?
-        }
+        Command::Spec { bundle } => commands::spec::spec(&ctx, &bundle)?,
         Command::Features => commands::features::features(&ctx)?,
         Command::Exec(_) => bail!("rloxsc exec is not implemented yet: exec'd processes must get rloxsc's seccomp filter and clamped capabilities, which lands with the drop-in work"),
         Command::Ps(_) => bail!("rloxsc ps is not implemented yet"),
@@ -319,6 +319,15 @@ mod tests {
         );
         let c = Cli::try_parse_from(["rloxsc", "kill", "id"]).unwrap();
         assert!(matches!(c.command, Some(Command::Kill { ref signal, .. }) if signal == "SIGTERM"));
+    }
+
+    #[test]
+    fn spec_and_global_rootless_parse() {
+        let c = Cli::try_parse_from(["rloxsc", "spec", "--rootless"]).unwrap();
+        assert_eq!(c.rootless.as_deref(), Some("true"));
+        let c = Cli::try_parse_from(["rloxsc", "--rootless", "false", "state", "x"]).unwrap();
+        assert_eq!(c.rootless.as_deref(), Some("false"));
+        Cli::try_parse_from(["rloxsc", "spec", "--bundle", "/b"]).unwrap();
     }
 
     #[test]
