@@ -44,12 +44,12 @@ unit-test: deps
 	$(CARGO) test --release --locked --lib --bins
 
 integration-test: build build-fault bundles
-	$(CARGO) test --release --locked --tests -- --test-threads=2
+	$(CARGO) test --release --locked --no-fail-fast --tests -- --test-threads=2
 
 # Everything: unit tests, then integration tests that start real containers (needs root).
 test: build build-fault bundles
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the integration tests create real containers" >&2; exit 1; }
-	$(CARGO) test --release --locked -- --test-threads=2
+	$(CARGO) test --release --locked --no-fail-fast -- --test-threads=2
 
 bench: build bundles
 	@bash scripts/deps.sh --bench

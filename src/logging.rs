@@ -173,10 +173,12 @@ impl Logger {
                             LevelFilter::WARN
                         },
                     )
+                    // without a log file, stderr carries only rloxsc's warnings and the one final
+                    // error line (`Logger::error`), which already includes libcontainer's detail
                     .with_default(if debug {
                         LevelFilter::DEBUG
                     } else {
-                        LevelFilter::ERROR
+                        LevelFilter::OFF
                     });
                 let layer = tracing_subscriber::fmt::layer()
                     .event_format(RuncFormat(LogFormat::Text))

@@ -85,7 +85,7 @@ pub fn verify_container(
         )),
     }
     match std::fs::read_to_string(proc_dir.join("limits")) {
-        Ok(l) => out.extend(check_rlimits(&l, spec)),
+        Ok(l) => out.extend(check_rlimits(&l, spec, policy)),
         Err(e) => out.push(fail(
             keys::NOFILE,
             format!("cannot read the container's rlimits: {e}"),
@@ -346,19 +346,19 @@ pub fn check_mounts(mi: &str, spec: &Spec, proc_dir: &Path) -> Vec<Failure> {
     out
 }
 
-/// RLIMIT_NOFILE and RLIMIT_CORE as the hardened spec says.
-pub fn check_rlimits(limits: &str, spec: &Spec) -> Vec<Failure> {
+/// RLIMIT_NOFILE within the policy's ceiling (and the spec's value) and RLIMIT_CORE 0, whatever the
+/// spec says: the expectation comes from the policy, so a spec that lost its rlimits is still caught.
+pub fn check_rlimits(limits: &str, spec: &Spec, policy: &Policy) -> Vec<Failure> {
     let mut out = Vec::new();
     let rl = spec
         .process()
         .as_ref()
         .and_then(|p| p.rlimits().clone())
         .unwrap_or_default();
-    let want = |t: PosixRlimitType| {
-        rl.iter()
-            .find(|r| r.typ() == t)
-            .map(|r| (r.soft(), r.hard()))
-    };
+    let spec_nofile = rl
+        .iter()
+        .find(|r| r.typ() == PosixRlimitType::RlimitNofile)
+        .map(|r| (r.soft(), r.hard()));
     let got = |label: &str| -> Option<(u64, u64)> {
         let l = limits.lines().find(|l| l.starts_with(label))?;
         let v: Vec<&str> = l[label.len()..].split_whitespace().collect();
@@ -371,27 +371,22 @@ pub fn check_rlimits(limits: &str, spec: &Spec) -> Vec<Failure> {
         };
         Some((p(v.first()?)?, p(v.get(1)?)?))
     };
-    for (t, label, key) in [
-        (
-            PosixRlimitType::RlimitNofile,
-            "Max open files",
-            keys::NOFILE,
-        ),
-        (
-            PosixRlimitType::RlimitCore,
-            "Max core file size",
+    let ceiling = policy.nofile.ceiling;
+    // the hardened spec always carries RLIMIT_NOFILE; without one, the policy's default is expected
+    let default = policy.nofile.default;
+    let (want_soft, want_hard) = spec_nofile
+        .map(|(s, h)| (s.min(ceiling), h.min(ceiling)))
+        .unwrap_or((default, default));
+    match got("Max open files") {
+        Some((s, h)) if s <= want_soft && h <= want_hard => {}
+        g => out.push(fail(keys::NOFILE, format!("open files limit is {g:?} in the container, expected at most ({want_soft}, {want_hard})"))),
+    }
+    match got("Max core file size") {
+        Some((0, 0)) => {}
+        g => out.push(fail(
             keys::CORE,
-        ),
-    ] {
-        if let Some(w) = want(t) {
-            match got(label) {
-                Some(g) if g.1 <= w.1 && g.0 <= w.0 => {}
-                g => out.push(fail(
-                    key,
-                    format!("{label} is {g:?} in the container, expected {w:?}"),
-                )),
-            }
-        }
+            format!("core file size limit is {g:?} in the container, expected (0, 0)"),
+        )),
     }
     out
 }
@@ -599,9 +594,20 @@ mod tests {
         let mut c = crate::harden::Changes::default();
         crate::harden::resources::harden_rlimits(&mut spec, &Policy::default(), &mut c);
         let good = "Limit                     Soft Limit           Hard Limit           Units\nMax core file size        0                    0                    bytes\nMax open files            1024                 1024                 files\n";
-        assert!(check_rlimits(good, &spec).is_empty());
+        let p = Policy::default();
+        assert!(check_rlimits(good, &spec, &p).is_empty());
         let bad = good.replace("1024                 1024", "20000                20000");
-        assert_eq!(check_rlimits(&bad, &spec)[0].key, keys::NOFILE);
+        assert_eq!(check_rlimits(&bad, &spec, &p)[0].key, keys::NOFILE);
+        // a spec that lost its rlimits is judged by the policy
+        let bare = Spec::default();
+        assert!(check_rlimits(good, &bare, &p).is_empty());
+        let core = good.replace(
+            "Max core file size        0                    0",
+            "Max core file size        0                    unlimited",
+        );
+        assert_eq!(check_rlimits(&core, &bare, &p)[0].key, keys::CORE);
+        let inherited = good.replace("1024                 1024", "20000                20000");
+        assert_eq!(check_rlimits(&inherited, &bare, &p)[0].key, keys::NOFILE);
     }
 
     #[test]

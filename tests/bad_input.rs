@@ -1,0 +1,458 @@
+//! Bad input: every refusal exits non-zero with a clear `rloxsc: ...` message (naming the policy key
+//! where there is one) and leaves nothing behind: no state directories, no cgroups, no processes.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+use serde_json::{json, Value};
+
+/// Creates a container from a bundle whose config.json holds `raw`, expects a failure mentioning every
+/// phrase, and checks nothing was left behind.
+fn refused_raw(name: &str, raw: &[u8], phrases: &[&str]) {
+    let env = TestEnv::new(name);
+    let id = env.id();
+    let _g = env.guard(&id);
+    let b = env.dir.join("bundle");
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::write(b.join("config.json"), raw).unwrap();
+    let out = env.create(&b, &id);
+    assert_error(&out, phrases);
+    env.assert_nothing_left(&id, name);
+}
+
+/// As [`refused_raw`] for a spec.
+fn refused(name: &str, spec: &Value, phrases: &[&str]) {
+    refused_raw(name, &serde_json::to_vec(spec).unwrap(), phrases);
+}
+
+fn with_mount(mount: Value) -> Value {
+    let mut spec = base_spec(LONG_LIVED);
+    spec["mounts"].as_array_mut().unwrap().push(mount);
+    spec
+}
+
+#[test]
+fn malformed_json_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    refused_raw("malformed", b"this is { not json", &["not valid JSON"]);
+}
+
+#[test]
+fn truncated_json_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let full = serde_json::to_vec(&base_spec(LONG_LIVED)).unwrap();
+    refused_raw("truncated", &full[..full.len() / 2], &["not valid JSON"]);
+}
+
+#[test]
+fn wrong_types_are_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let mut spec = base_spec(LONG_LIVED);
+    spec["process"]["args"] = json!("sh");
+    refused("wrong-types", &spec, &["not a valid OCI runtime spec"]);
+}
+
+#[test]
+fn missing_config_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("no-config");
+    let id = env.id();
+    let _g = env.guard(&id);
+    let b = env.dir.join("empty-bundle");
+    std::fs::create_dir_all(&b).unwrap();
+    let out = env.create(&b, &id);
+    assert_error(&out, &["config.json"]);
+    env.assert_nothing_left(&id, "missing config.json");
+}
+
+#[test]
+fn missing_rootfs_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let mut spec = base_spec(LONG_LIVED);
+    spec["root"]["path"] = json!("/nonexistent/rloxsc-test-rootfs");
+    refused("no-rootfs", &spec, &["does not exist", "filesystem.rootfs"]);
+}
+
+#[test]
+fn symlinked_rootfs_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("rootfs-link");
+    let link = env.dir.join("rootfs-link");
+    std::os::unix::fs::symlink(test_rootfs(), &link).unwrap();
+    let mut spec = base_spec(LONG_LIVED);
+    spec["root"]["path"] = json!(link.to_str().unwrap());
+    let id = env.id();
+    let _g = env.guard(&id);
+    let out = env.create(&env.bundle(&spec), &id);
+    assert_error(&out, &["symlink", "filesystem.rootfs"]);
+    env.assert_nothing_left(&id, "symlinked rootfs");
+}
+
+#[test]
+fn rootfs_with_symlinked_proc_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("proc-link");
+    let copy = env.dir.join("rootfs");
+    let st = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(test_rootfs())
+        .arg(&copy)
+        .status()
+        .expect("cp");
+    assert!(st.success(), "cp -a of the rootfs failed");
+    let proc_dir = copy.join("proc");
+    if proc_dir.is_dir() {
+        std::fs::remove_dir_all(&proc_dir).unwrap();
+    }
+    std::os::unix::fs::symlink("/", &proc_dir).unwrap();
+    let mut spec = base_spec(LONG_LIVED);
+    spec["root"]["path"] = json!(copy.to_str().unwrap());
+    let id = env.id();
+    let _g = env.guard(&id);
+    let out = env.create(&env.bundle(&spec), &id);
+    assert_error(&out, &["/proc", "symlink", "filesystem.rootfs"]);
+    env.assert_nothing_left(&id, "symlinked /proc");
+}
+
+#[test]
+fn duplicate_id_is_refused_and_the_first_container_survives() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("dup-id");
+    let c = env.start_container(&base_spec(LONG_LIVED));
+    let other = env.bundle(&base_spec(LONG_LIVED));
+    let out = env.create(&other, &c.id);
+    assert_error(&out, &["already exists"]);
+    let st = env.state(&c.id).expect("first container still known");
+    assert_eq!(st["status"], "running", "{st}");
+    assert_eq!(st["pid"].as_i64(), Some(c.pid as i64), "{st}");
+    assert_eq!(st["bundle"], c.bundle.to_str().unwrap(), "{st}");
+    assert!(Path::new(&format!("/proc/{}", c.pid)).exists());
+    assert!(env.root.join("containers").join(&c.id).is_dir());
+    assert!(env.root.join("bundles").join(&c.id).is_dir());
+    assert!(
+        !cgroup_dirs_of(&c.id).is_empty(),
+        "first container lost its cgroup"
+    );
+    // and it still works normally
+    env.rloxsc(&["kill", &c.id]).expect_ok();
+    assert!(env.wait_for_status(&c.id, "stopped", Duration::from_secs(5)));
+    env.rloxsc(&["delete", &c.id]).expect_ok();
+    env.assert_nothing_left(&c.id, "after delete");
+}
+
+#[test]
+fn unknown_id_does_not_exist_for_every_verb() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("unknown-id");
+    let id = env.id();
+    for args in [
+        vec!["state", id.as_str()],
+        vec!["start", id.as_str()],
+        vec!["kill", id.as_str()],
+        vec!["kill", id.as_str(), "KILL"],
+        vec!["delete", id.as_str()],
+    ] {
+        let out = env.rloxsc(&args);
+        assert_error(&out, &["does not exist"]);
+    }
+    env.assert_nothing_left(&id, "unknown id");
+}
+
+#[test]
+fn delete_force_of_an_unknown_id_succeeds() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("unknown-force");
+    let id = env.id();
+    env.rloxsc(&["delete", "--force", &id]).expect_ok();
+    env.assert_nothing_left(&id, "delete --force");
+}
+
+#[test]
+fn bad_signal_is_refused_and_the_container_keeps_running() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("bad-signal");
+    let c = env.start_container(&base_spec(LONG_LIVED));
+    for sig in ["SIGNOPE", "0", "65"] {
+        let out = env.rloxsc(&["kill", &c.id, sig]);
+        assert_error(&out, &["invalid signal"]);
+    }
+    assert_eq!(env.status(&c.id).as_deref(), Some("running"));
+}
+
+#[test]
+fn no_pivot_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("no-pivot");
+    let id = env.id();
+    let _g = env.guard(&id);
+    let b = env.bundle(&base_spec(LONG_LIVED));
+    for verb in ["create", "run"] {
+        let out = env.rloxsc(&[verb, "--no-pivot", "--bundle", b.to_str().unwrap(), &id]);
+        assert_error(&out, &["--no-pivot is refused"]);
+        env.assert_nothing_left(&id, verb);
+    }
+}
+
+#[test]
+fn bind_mount_of_host_root_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    refused(
+        "bind-root",
+        &with_mount(
+            json!({"destination": "/host", "type": "bind", "source": "/", "options": ["rbind", "ro"]}),
+        ),
+        &["mounts.sensitive_sources"],
+    );
+}
+
+#[test]
+fn bind_mount_of_docker_socket_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    refused(
+        "bind-docker",
+        &with_mount(
+            json!({"destination": "/var/run/docker.sock", "type": "bind",
+                           "source": "/var/run/docker.sock", "options": ["bind"]}),
+        ),
+        &["mounts.sensitive_sources"],
+    );
+}
+
+#[test]
+fn bind_mount_of_host_proc_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    refused(
+        "bind-proc",
+        &with_mount(
+            json!({"destination": "/hostproc", "type": "bind", "source": "/proc", "options": ["rbind"]}),
+        ),
+        &["mounts.sensitive_sources"],
+    );
+    // the same without "type": bind recognised by its options
+    refused(
+        "bind-proc-notype",
+        &with_mount(json!({"destination": "/hostproc", "source": "/proc", "options": ["rbind"]})),
+        &["mounts.sensitive_sources"],
+    );
+}
+
+#[test]
+fn ext4_mount_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    refused(
+        "ext4",
+        &with_mount(
+            json!({"destination": "/disk", "type": "ext4", "source": "/dev/vda", "options": []}),
+        ),
+        &["mounts.allowed_types"],
+    );
+}
+
+#[test]
+fn missing_executable_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    refused(
+        "no-exe",
+        &base_spec(&["rloxsc-no-such-program"]),
+        &["executable file not found"],
+    );
+    let env = TestEnv::new("no-exe-run");
+    let id = env.id();
+    let _g = env.guard(&id);
+    let out = env.run(&env.bundle(&base_spec(&["rloxsc-no-such-program"])), &id);
+    assert_error(&out, &["executable file not found"]);
+    env.assert_nothing_left(&id, "run of a missing executable");
+}
+
+// Regression: libcontainer's own error events used to reach stderr before the `rloxsc: ...` line when
+// the container process failed (here: a missing executable).
+#[test]
+fn an_error_is_exactly_one_stderr_line() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("one-line");
+    for (what, spec) in [
+        (
+            "refused mount",
+            with_mount(json!({"destination": "/disk", "type": "ext4", "source": "/dev/vda"})),
+        ),
+        ("missing executable", base_spec(&["rloxsc-no-such-program"])),
+    ] {
+        let id = env.id();
+        let _g = env.guard(&id);
+        let out = env.create(&env.bundle(&spec), &id);
+        assert_ne!(out.code, 0, "{what}: {out}");
+        let lines: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        assert_eq!(lines.len(), 1, "{what}: expected one error line: {out}");
+        assert!(lines[0].starts_with("rloxsc: "), "{what}: {out}");
+    }
+}
+
+#[test]
+fn log_file_ends_with_the_error_as_json() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("log-error");
+    let log = env.dir.join("error.log");
+    for (what, spec, phrase) in [
+        (
+            "refused mount",
+            with_mount(json!({"destination": "/disk", "type": "ext4", "source": "/dev/vda"})),
+            "mounts.allowed_types",
+        ),
+        (
+            "missing executable",
+            base_spec(&["rloxsc-no-such-program"]),
+            "executable file not found",
+        ),
+    ] {
+        let id = env.id();
+        let _g = env.guard(&id);
+        let b = env.bundle(&spec);
+        let out = env.rloxsc(&[
+            "--log",
+            log.to_str().unwrap(),
+            "--log-format",
+            "json",
+            "create",
+            "--bundle",
+            b.to_str().unwrap(),
+            &id,
+        ]);
+        assert_error(&out, &[phrase]);
+        let text = std::fs::read_to_string(&log).expect("log file");
+        let last = text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_else(|| panic!("{what}: empty log"));
+        let v: Value = serde_json::from_str(last)
+            .unwrap_or_else(|e| panic!("{what}: last log line is not JSON ({e}): {last}"));
+        assert_eq!(v["level"], "error", "{what}: {last}");
+        let msg = v["msg"].as_str().unwrap_or_default();
+        assert!(msg.contains(phrase), "{what}: {last}");
+        assert!(v["time"].is_string(), "{what}: {last}");
+        let stderr_line = out.stderr.lines().rev().find(|l| !l.is_empty()).unwrap();
+        assert_eq!(
+            stderr_line,
+            format!("rloxsc: {msg}"),
+            "{what}: stderr and log disagree"
+        );
+        env.assert_nothing_left(&id, what);
+    }
+}
+
+#[test]
+fn invalid_ids_are_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("bad-ids");
+    let b = env.bundle(&base_spec(LONG_LIVED));
+    for id in ["../escape", "a/b", ".", "..", "a b", ""] {
+        let out = env.create(&b, id);
+        assert_error(&out, &["invalid container id"]);
+        let out = env.rloxsc(&["state", id]);
+        assert_ne!(out.code, 0, "{out}");
+    }
+    assert!(
+        !env.dir.join("escape").exists(),
+        "an id escaped the state root"
+    );
+    assert!(
+        !env.root.join("escape").exists(),
+        "an id escaped containers/"
+    );
+    let containers = env.root.join("containers");
+    let left: Vec<_> = std::fs::read_dir(&containers)
+        .map(|rd| rd.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn unwritable_pid_file_fails_and_leaves_nothing() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("bad-pid-file");
+    let id = env.id();
+    let _g = env.guard(&id);
+    let b = env.bundle(&base_spec(LONG_LIVED));
+    let pid_file = env.dir.join("no-such-dir/init.pid");
+    let out = env.rloxsc(&[
+        "create",
+        "--bundle",
+        b.to_str().unwrap(),
+        "--pid-file",
+        pid_file.to_str().unwrap(),
+        &id,
+    ]);
+    assert_error(&out, &["pid file"]);
+    env.assert_nothing_left(&id, "unwritable pid file");
+}
+
+#[test]
+fn terminal_without_console_socket_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let mut spec = base_spec(LONG_LIVED);
+    spec["process"]["terminal"] = json!(true);
+    refused("terminal", &spec, &["--console-socket"]);
+}
+
+#[test]
+fn unimplemented_verbs_say_so() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("unimplemented");
+    for verb in ["exec", "ps", "pause", "resume", "update", "events"] {
+        let out = env.rloxsc(&[verb, "some-id"]);
+        assert_error(&out, &["not implemented yet"]);
+    }
+}

@@ -1,0 +1,446 @@
+//! The runc-compatible lifecycle: create/start/state/kill/delete/list, run and its exit status, the
+//! informational verbs (`--version`, `features`, `spec`) and the `--log` file.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+#[test]
+fn create_start_kill_delete_follow_runc_states() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("lifecycle");
+    let id = env.id();
+    let _g = env.guard(&id);
+    let bundle = env.bundle(&base_spec(LONG_LIVED));
+
+    env.create(&bundle, &id).expect_ok();
+    let st = env.state(&id).expect("state after create");
+    assert_eq!(st["status"], "created", "{st}");
+    assert_eq!(st["id"], id.as_str(), "{st}");
+    let pid = st["pid"].as_i64().unwrap_or(0);
+    assert!(pid > 0, "created container has no pid: {st}");
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "init {pid} is not alive"
+    );
+    assert_eq!(st["bundle"], bundle.to_str().unwrap(), "{st}");
+    for field in ["ociVersion", "rootfs", "created", "owner"] {
+        assert!(st.get(field).is_some(), "state lacks {field}: {st}");
+    }
+
+    // list, in all three forms, shows it while it exists
+    let table = env.rloxsc(&["list"]);
+    table.expect_ok();
+    assert!(
+        table.stdout.lines().next().unwrap_or("").starts_with("ID"),
+        "{table}"
+    );
+    assert!(
+        table
+            .stdout
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(id.as_str()) && l.contains("created")),
+        "{table}"
+    );
+    let listed = env.rloxsc(&["list", "--format", "json"]);
+    listed.expect_ok();
+    let arr: Value = serde_json::from_str(&listed.stdout).expect("list --format json is JSON");
+    let mine: Vec<&Value> = arr
+        .as_array()
+        .expect("a JSON array")
+        .iter()
+        .filter(|s| s["id"] == id.as_str())
+        .collect();
+    assert_eq!(mine.len(), 1, "{listed}");
+    assert_eq!(mine[0]["status"], "created");
+    assert_eq!(mine[0]["pid"].as_i64(), Some(pid));
+    let quiet = env.rloxsc(&["list", "-q"]);
+    assert!(quiet.stdout.lines().any(|l| l == id), "{quiet}");
+
+    env.rloxsc(&["start", &id]).expect_ok();
+    assert_eq!(env.status(&id).as_deref(), Some("running"));
+
+    env.rloxsc(&["kill", &id, "TERM"]).expect_ok();
+    assert!(
+        env.wait_for_status(&id, "stopped", Duration::from_secs(5)),
+        "not stopped 5 s after SIGTERM: {:?}",
+        env.state(&id)
+    );
+
+    env.rloxsc(&["delete", &id]).expect_ok();
+    let gone = env.rloxsc(&["state", &id]);
+    assert_error(&gone, &["does not exist"]);
+    let listed = env.rloxsc(&["list", "--format", "json"]);
+    assert!(!listed.stdout.contains(&id), "deleted but listed: {listed}");
+    env.assert_nothing_left(&id, "after delete");
+}
+
+#[test]
+fn delete_without_force_refuses_a_running_container() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("delete-running");
+    let c = env.start_container(&base_spec(LONG_LIVED));
+    let out = env.rloxsc(&["delete", &c.id]);
+    assert_error(&out, &["not stopped"]);
+    assert_eq!(env.status(&c.id).as_deref(), Some("running"));
+    env.rloxsc(&["delete", "--force", &c.id]).expect_ok();
+    env.assert_nothing_left(&c.id, "after delete --force");
+}
+
+#[test]
+fn run_exits_with_the_payload_status() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("run-exit");
+    let out = env.run_spec_clean(&base_spec(&["sh", "-c", "exit 42"]));
+    assert_eq!(out.code, 42, "{out}");
+}
+
+/// `sh -c 'kill -9 $$'` cannot test this: the payload is the init of its pid namespace, and the kernel
+/// drops SIGKILL sent to a namespace's init from inside the namespace (sh then exits 0, under runc too).
+/// The signal has to come from outside, as here.
+#[test]
+fn run_exits_128_plus_signal_when_the_container_is_killed() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("run-signal");
+    let id = env.id();
+    let _g = env.guard(&id);
+    let bundle = env.bundle(&base_spec(&["sh", "-c", "while true; do sleep 1; done"]));
+    let mut cmd = env.command(
+        &rloxsc_bin(),
+        &["run", "--bundle", bundle.to_str().unwrap(), &id],
+    );
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn rloxsc run");
+    let running = env.wait_for_status(&id, "running", Duration::from_secs(10));
+    if !running {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("container never ran");
+    }
+    env.rloxsc(&["kill", &id, "KILL"]).expect_ok();
+    let st = wait_child(&mut child, Duration::from_secs(10), "rloxsc run");
+    assert_eq!(exit_code(st), 137, "run must exit 128+9");
+    env.assert_nothing_left(&id, "after run");
+}
+
+#[test]
+fn run_forwards_sigterm_to_the_container() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("run-forward");
+    let id = env.id();
+    let _g = env.guard(&id);
+    let bundle = env.bundle(&base_spec(&[
+        "sh",
+        "-c",
+        "trap \"exit 3\" TERM; while true; do sleep 1; done",
+    ]));
+    let mut cmd = env.command(
+        &rloxsc_bin(),
+        &["run", "--bundle", bundle.to_str().unwrap(), &id],
+    );
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn rloxsc run");
+    let running = env.wait_for_status(&id, "running", Duration::from_secs(10));
+    if !running {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("container never ran");
+    }
+    // SAFETY: kill(2) on the pid of a child this test spawned.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let st = wait_child(&mut child, Duration::from_secs(10), "rloxsc run");
+    assert_eq!(exit_code(st), 3, "the payload's TERM trap must run");
+}
+
+#[test]
+fn run_captures_stdout() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("run-stdout");
+    let out = env.run_spec_clean(&base_spec(&["echo", "hello"]));
+    out.expect_ok();
+    assert_eq!(out.stdout, "hello\n", "{out}");
+    let out = env.run_spec(&base_spec(&["sh", "-c", "echo oops >&2; exit 0"]));
+    out.expect_ok();
+    assert!(out.stderr.contains("oops"), "{out}");
+    assert_eq!(out.stdout, "", "{out}");
+}
+
+#[test]
+fn run_detach_then_kill_and_delete() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("run-detach");
+    let id = env.id();
+    let _g = env.guard(&id);
+    let bundle = env.bundle(&base_spec(LONG_LIVED));
+    let out = env.rloxsc(&["run", "--detach", "--bundle", bundle.to_str().unwrap(), &id]);
+    out.expect_ok();
+    assert_eq!(env.status(&id).as_deref(), Some("running"));
+    env.rloxsc(&["kill", &id]).expect_ok();
+    assert!(
+        env.wait_for_status(&id, "stopped", Duration::from_secs(5)),
+        "{:?}",
+        env.state(&id)
+    );
+    env.rloxsc(&["delete", &id]).expect_ok();
+    assert!(env.state(&id).is_none());
+    env.assert_nothing_left(&id, "after delete");
+}
+
+#[test]
+fn kill_accepts_number_name_and_sig_name() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("kill-forms");
+    for sig in ["9", "KILL", "SIGKILL"] {
+        let c = env.start_container(&base_spec(LONG_LIVED));
+        env.rloxsc(&["kill", &c.id, sig]).expect_ok();
+        assert!(
+            env.wait_for_status(&c.id, "stopped", Duration::from_secs(5)),
+            "kill {sig}: {:?}",
+            env.state(&c.id)
+        );
+        env.rloxsc(&["delete", &c.id]).expect_ok();
+        env.assert_nothing_left(&c.id, &format!("kill {sig} then delete"));
+    }
+}
+
+#[test]
+fn kill_all_signals_every_process_of_the_container() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("kill-all");
+    let c = env.start_container(&base_spec(&[
+        "sh",
+        "-c",
+        "sleep 1000 & sleep 1000 & while true; do sleep 1; done",
+    ]));
+    let procs = format!("/sys/fs/cgroup/pids/rloxsc/{}/cgroup.procs", c.id);
+    let count = || {
+        std::fs::read_to_string(&procs)
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    };
+    assert!(
+        poll_until(Duration::from_secs(5), || count() >= 3),
+        "expected init and two sleeps in {procs}"
+    );
+    env.rloxsc(&["kill", "--all", &c.id, "KILL"]).expect_ok();
+    assert!(
+        env.wait_for_status(&c.id, "stopped", Duration::from_secs(5)),
+        "{:?}",
+        env.state(&c.id)
+    );
+    assert!(
+        poll_until(Duration::from_secs(5), || count() == 0),
+        "processes left in {procs} after kill --all: {}",
+        std::fs::read_to_string(&procs).unwrap_or_default()
+    );
+    env.rloxsc(&["delete", &c.id]).expect_ok();
+    env.assert_nothing_left(&c.id, "after kill --all and delete");
+}
+
+#[test]
+fn version_prints_three_runc_lines() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("version");
+    let out = env.exec({
+        let mut c = std::process::Command::new(rloxsc_bin());
+        c.arg("--version");
+        c
+    });
+    out.expect_ok();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    let v = lines[0]
+        .strip_prefix("rloxsc version ")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(!v.trim().is_empty(), "{out}");
+    let commit = lines[1]
+        .strip_prefix("commit: ")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(!commit.trim().is_empty(), "{out}");
+    let spec = lines[2]
+        .strip_prefix("spec: ")
+        .unwrap_or_else(|| panic!("{out}"));
+    let parts: Vec<&str> = spec.split('.').collect();
+    assert_eq!(parts.len(), 3, "{out}");
+    assert_eq!(parts[0], "1", "{out}");
+    assert!(
+        parts.iter().all(|p| p.parse::<u32>().is_ok()),
+        "spec version is not 1.x.y: {out}"
+    );
+}
+
+#[test]
+fn features_is_json_with_seccomp_enabled() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("features");
+    let out = env.rloxsc(&["features"]);
+    out.expect_ok();
+    let v: Value = serde_json::from_str(&out.stdout).expect("features output is JSON");
+    assert_eq!(v["linux"]["seccomp"]["enabled"], true, "{out}");
+    let caps = v["linux"]["capabilities"]
+        .as_array()
+        .expect("linux.capabilities");
+    assert!(
+        !caps.iter().any(|c| c == "CAP_SYS_ADMIN"),
+        "features advertises CAP_SYS_ADMIN: {out}"
+    );
+}
+
+#[test]
+fn spec_writes_a_hardened_config_and_refuses_to_overwrite() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("spec");
+    let b = env.dir.join("spec-bundle");
+    std::fs::create_dir_all(&b).unwrap();
+    let out = env.rloxsc(&["spec", "--bundle", b.to_str().unwrap()]);
+    out.expect_ok();
+    let data = std::fs::read(b.join("config.json")).expect("spec wrote config.json");
+    let v: Value = serde_json::from_slice(&data).expect("config.json is JSON");
+    assert_eq!(v["process"]["noNewPrivileges"], true, "{v}");
+    assert_eq!(v["root"]["readonly"], true, "{v}");
+
+    let again = env.rloxsc(&["spec", "--bundle", b.to_str().unwrap()]);
+    assert_error(&again, &["exists"]);
+    assert_eq!(
+        std::fs::read(b.join("config.json")).unwrap(),
+        data,
+        "config.json was rewritten"
+    );
+}
+
+#[test]
+fn log_file_holds_only_json_lines_after_a_successful_run() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("log-json");
+    let id = env.id();
+    let _g = env.guard(&id);
+    let bundle = env.bundle(&base_spec(&["echo", "hello"]));
+    let log = env.dir.join("rloxsc.log");
+    let out = env.rloxsc(&[
+        "--log",
+        log.to_str().unwrap(),
+        "--log-format",
+        "json",
+        "run",
+        "--bundle",
+        bundle.to_str().unwrap(),
+        &id,
+    ]);
+    out.expect_ok();
+    assert_eq!(out.stdout, "hello\n", "{out}");
+    let text = std::fs::read_to_string(&log).expect("the log file exists after a successful run");
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("log line is not JSON ({e}): {line}"));
+        assert!(v.is_object(), "{line}");
+        for f in ["level", "msg", "time"] {
+            assert!(v[f].is_string(), "log line lacks {f}: {line}");
+        }
+        assert_ne!(
+            v["level"], "error",
+            "error logged for a successful run: {line}"
+        );
+    }
+}
+
+#[test]
+fn pid_file_holds_the_init_pid() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("pid-file");
+    let id = env.id();
+    let _g = env.guard(&id);
+    let bundle = env.bundle(&base_spec(LONG_LIVED));
+    let pid_file = env.dir.join("init.pid");
+    env.rloxsc(&[
+        "create",
+        "--bundle",
+        bundle.to_str().unwrap(),
+        "--pid-file",
+        pid_file.to_str().unwrap(),
+        &id,
+    ])
+    .expect_ok();
+    let st = env.state(&id).expect("state");
+    assert_eq!(
+        read_trimmed(&pid_file),
+        st["pid"].as_i64().unwrap().to_string(),
+        "{st}"
+    );
+}
+
+#[test]
+fn relative_bundle_and_rootfs_paths_work() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("relative");
+    let bundle = env.dir.join("rel-bundle");
+    std::fs::create_dir_all(&bundle).unwrap();
+    let st = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(test_rootfs())
+        .arg(bundle.join("rootfs"))
+        .status()
+        .expect("cp");
+    assert!(st.success(), "cp -a of the rootfs failed");
+    let mut spec = base_spec(LONG_LIVED);
+    spec["root"]["path"] = serde_json::json!("rootfs");
+    std::fs::write(
+        bundle.join("config.json"),
+        serde_json::to_vec(&spec).unwrap(),
+    )
+    .unwrap();
+    let id = env.id();
+    let _g = env.guard(&id);
+    let mut cmd = env.command(&rloxsc_bin(), &["create", "--bundle", "rel-bundle", &id]);
+    cmd.current_dir(&env.dir);
+    env.exec(cmd).expect_ok();
+    let st = env.state(&id).expect("state");
+    assert_eq!(st["bundle"], bundle.to_str().unwrap(), "{st}");
+    env.rloxsc(&["start", &id]).expect_ok();
+    assert_eq!(env.status(&id).as_deref(), Some("running"));
+}
+
+#[test]
+fn start_twice_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("start-twice");
+    let c = env.start_container(&base_spec(LONG_LIVED));
+    let out = env.rloxsc(&["start", &c.id]);
+    assert_error(&out, &["cannot start"]);
+    assert_eq!(env.status(&c.id).as_deref(), Some("running"));
+}
