@@ -29,6 +29,9 @@ const MOUNT_ATTR_NODEV: libc::c_uint = 0x4;
 pub enum Sealing {
     /// `/proc/self/exe` is on a read-only overlayfs.
     ReadOnlyOverlay,
+    /// `/proc/self/exe` is on some other read-only mount (e.g. the binary was installed on a read-only
+    /// bind mount): a write through it fails with EROFS, and a container can never remount it.
+    ReadOnlyMount,
     /// `/proc/self/exe` is a sealed memfd.
     SealedMemfd,
     /// Neither.
@@ -47,6 +50,9 @@ pub fn sealing_of(path: &Path) -> Sealing {
         && (sv.f_flag & libc::ST_RDONLY) != 0
     {
         return Sealing::ReadOnlyOverlay;
+    }
+    if unsafe { libc::statvfs(c.as_ptr(), &mut sv) } == 0 && (sv.f_flag & libc::ST_RDONLY) != 0 {
+        return Sealing::ReadOnlyMount;
     }
     if let Ok(f) = std::fs::File::open(path) {
         // SAFETY: fcntl on an fd we own.
@@ -145,14 +151,116 @@ fn memfd_copy(exe: &Path) -> Result<OwnedFd> {
     Ok(OwnedFd::from(dst))
 }
 
+/// Where rloxsc keeps its read-only bind mounts of its own binary, one per binary version.
+pub const SEALED_DIR: &str = "/run/rloxsc-sealed";
+
+/// A read-only bind mount of `exe` under [`SEALED_DIR`], created once per binary version and reused by
+/// every later invocation (so they pay one execve, not a mount and an unmount). Returns its path.
+fn persistent_readonly_copy(exe: &Path) -> Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let md = std::fs::metadata(exe).context("cannot stat the rloxsc binary")?;
+    let target = Path::new(SEALED_DIR).join(format!(
+        "rloxsc-{:x}-{:x}-{}-{}",
+        md.dev(),
+        md.ino(),
+        md.mtime(),
+        md.size()
+    ));
+    let is_sealed_copy = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.dev() == md.dev() && m.ino() == md.ino())
+            && sealing_of(p) == Sealing::ReadOnlyMount
+    };
+    if is_sealed_copy(&target) {
+        return Ok(target);
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(SEALED_DIR)
+        .with_context(|| format!("cannot create {SEALED_DIR}"))?;
+    let lock = std::fs::File::open(SEALED_DIR)?;
+    // SAFETY: flock on an fd we own; released when `lock` is dropped.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        bail!(
+            "cannot lock {SEALED_DIR}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    if is_sealed_copy(&target) {
+        return Ok(target);
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&target)
+        .with_context(|| format!("cannot create {}", target.display()))?;
+    use nix::mount::{mount, MsFlags};
+    mount(
+        Some(exe),
+        &target,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .with_context(|| format!("cannot bind-mount the binary onto {}", target.display()))?;
+    let ro = MsFlags::MS_BIND
+        | MsFlags::MS_REMOUNT
+        | MsFlags::MS_RDONLY
+        | MsFlags::MS_NOSUID
+        | MsFlags::MS_NODEV;
+    if let Err(e) = mount(None::<&str>, &target, None::<&str>, ro, None::<&str>) {
+        let _ = nix::mount::umount2(&target, nix::mount::MntFlags::MNT_DETACH);
+        return Err(e).context("cannot make the binary's bind mount read-only");
+    }
+    if !is_sealed_copy(&target) {
+        bail!(
+            "{} is not a read-only copy of the binary after mounting",
+            target.display()
+        );
+    }
+    Ok(target)
+}
+
+fn exec_args_env() -> Result<(Vec<CString>, Vec<CString>)> {
+    let args: Vec<CString> = std::env::args_os()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<Result<_, _>>()?;
+    let env: Vec<CString> = std::env::vars_os()
+        .map(|(k, v)| {
+            let mut b = k.as_bytes().to_vec();
+            b.push(b'=');
+            b.extend_from_slice(v.as_bytes());
+            CString::new(b)
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((args, env))
+}
+
 /// Makes sure the running binary is sealed; re-executes it from a sealed copy if not (never returns
-/// then). `empty_dir` is an empty directory rloxsc owns (overlayfs needs two lower layers).
+/// then). In order: a persistent read-only bind mount of the binary under [`SEALED_DIR`] (one execve
+/// per invocation), a detached read-only overlayfs (a mount per invocation), a sealed memfd copy (a copy
+/// per invocation). `empty_dir` is an empty directory rloxsc owns (overlayfs needs two lower layers).
 pub fn ensure_sealed(empty_dir: &Path) -> Result<()> {
     let self_exe = Path::new("/proc/self/exe");
     if sealing_of(self_exe) != Sealing::Unsealed {
         return Ok(());
     }
     let exe: PathBuf = std::fs::read_link(self_exe).context("cannot resolve /proc/self/exe")?;
+    let (args, env) = exec_args_env()?;
+    match persistent_readonly_copy(&exe) {
+        Ok(path) => {
+            let p = CString::new(path.as_os_str().as_bytes())?;
+            let err = nix::unistd::execve(&p, &args, &env).unwrap_err();
+            tracing::warn!(
+                "re-executing from {} failed ({err}); trying an overlay",
+                path.display()
+            );
+        }
+        Err(e) => {
+            tracing::warn!("read-only bind mount of the binary failed ({e:#}); trying an overlay")
+        }
+    }
     let dir = exe.parent().context("binary without a directory")?;
     let name = CString::new(exe.file_name().context("binary without a name")?.as_bytes())?;
     std::fs::create_dir_all(empty_dir)
@@ -165,17 +273,6 @@ pub fn ensure_sealed(empty_dir: &Path) -> Result<()> {
                 .context("cannot seal a copy of the rloxsc binary (CVE-2019-5736 defence)")?
         }
     };
-    let args: Vec<CString> = std::env::args_os()
-        .map(|a| CString::new(a.as_bytes()))
-        .collect::<Result<_, _>>()?;
-    let env: Vec<CString> = std::env::vars_os()
-        .map(|(k, v)| {
-            let mut b = k.as_bytes().to_vec();
-            b.push(b'=');
-            b.extend_from_slice(v.as_bytes());
-            CString::new(b)
-        })
-        .collect::<Result<_, _>>()?;
     let err = nix::unistd::execveat(
         Some(fd.as_raw_fd()),
         c"",

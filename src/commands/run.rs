@@ -11,7 +11,7 @@ use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::Pid;
 
 use super::create::{cleanup_failed_create, create, CreateOptions};
-use super::start::start;
+use super::start::start_checked;
 use super::Context;
 
 static PENDING: AtomicI32 = AtomicI32::new(0);
@@ -48,6 +48,7 @@ fn install_forwarding() -> Result<()> {
 /// Runs the container described by `opts`; returns the exit status `rloxsc run` should exit with.
 pub fn run(ctx: &Context, opts: CreateOptions) -> Result<i32> {
     let id = opts.id.clone();
+    let t0 = std::time::Instant::now();
     let c = create(ctx, &opts)?;
     let pid = c
         .pid()
@@ -55,17 +56,21 @@ pub fn run(ctx: &Context, opts: CreateOptions) -> Result<i32> {
     if !opts.detach {
         install_forwarding()?;
     }
-    if let Err(e) = start(ctx, &id) {
+    // create verified the container a moment ago in this very process
+    if let Err(e) = start_checked(ctx, &id, false) {
         cleanup_failed_create(ctx, &id);
         return Err(e);
     }
     if opts.detach {
         return Ok(0);
     }
+    tracing::debug!("run {id}: started at {:?}", t0.elapsed());
     let code = wait_forwarding(pid);
+    tracing::debug!("run {id}: container ended at {:?}", t0.elapsed());
     if let Err(e) = super::delete::delete(ctx, &id, true) {
         tracing::warn!("container {id}: cleanup after run failed: {e:#}");
     }
+    tracing::debug!("run {id}: deleted at {:?}", t0.elapsed());
     code
 }
 

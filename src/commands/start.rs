@@ -24,8 +24,14 @@ pub fn verification_facts() -> HostFacts {
     f
 }
 
-/// Starts container `id`.
+/// Starts container `id`, verifying its containment again first.
 pub fn start(ctx: &Context, id: &str) -> Result<()> {
+    start_checked(ctx, id, true)
+}
+
+/// Starts container `id`; `reverify` is false only when the caller verified it an instant ago in the
+/// same process (`run`), with nothing able to change it in between.
+pub fn start_checked(ctx: &Context, id: &str, reverify: bool) -> Result<()> {
     let mut c = container::load(&ctx.layout, id)?;
     if !c.can_start() {
         bail!(
@@ -37,8 +43,14 @@ pub fn start(ctx: &Context, id: &str) -> Result<()> {
         .pid()
         .ok_or_else(|| anyhow!("container {id:?} has no init process"))?
         .as_raw();
-    let spec = ctx.layout.read_spec(id)?;
-    if let Err(e) = verify_now(ctx, id, pid, &spec, &verification_facts()) {
+    let verified = if reverify {
+        ctx.layout
+            .read_spec(id)
+            .and_then(|spec| verify_now(ctx, id, pid, &spec, &verification_facts()))
+    } else {
+        Ok(())
+    };
+    if let Err(e) = verified {
         let _ = c.kill(nix::sys::signal::Signal::SIGKILL, true);
         let _ = c.delete(true);
         cleanup_failed_create(ctx, id);
