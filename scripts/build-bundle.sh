@@ -4,7 +4,8 @@
 # Builds the rootfs of the rloxsc demo OCI bundle at OUTDIR/rootfs:
 #   - a busybox-static userland (Debian's busybox-static package),
 #   - /etc/passwd and /etc/group with root and nobody,
-#   - /bin/escape-demo, compiled statically from bundles/demo/escape-demo.c.
+#   - /bin/escape-demo, compiled statically from bundles/demo/escape-demo.c;
+#   - /bin/seccomp-probe, compiled statically from bundles/test/seccomp-probe.c.
 # The bundle's config.json is not written here (see bundles/demo/).
 #
 # Idempotent and cheap to re-run: each step is skipped when its output is
@@ -111,6 +112,15 @@ if [ ! -x "$DEMO" ] || [ "$SRC" -nt "$DEMO" ]; then
     log "compiling escape-demo"
     "$CC" -static -O2 -Wall -Wextra -o "$DEMO.tmp.$$" "$SRC"
     mv -f "$DEMO.tmp.$$" "$DEMO"
+fi
+
+# ---- test payloads -----------------------------------------------------------
+PROBE_SRC="$ROOT/bundles/test/seccomp-probe.c"
+PROBE="$ROOTFS/bin/seccomp-probe"
+if [ ! -x "$PROBE" ] || [ "$PROBE_SRC" -nt "$PROBE" ]; then
+    log "compiling seccomp-probe"
+    "$CC" -static -O2 -Wall -Wextra -o "$PROBE.tmp.$$" "$PROBE_SRC"
+    mv -f "$PROBE.tmp.$$" "$PROBE"
 fi
 
 log "rootfs ready at $ROOTFS"

@@ -572,3 +572,78 @@ fn created_init_maps_a_sealed_runtime_binary() {
             .unwrap_or_default()
     );
 }
+
+#[test]
+fn callers_seccomp_profile_is_stacked_never_replacing_rloxscs() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("in-stacked");
+    // a caller profile that allows everything except mkdir: both filters must apply
+    let mut spec = careless_spec(Some(&[
+        "sh",
+        "-c",
+        "grep Seccomp /proc/self/status; \
+         if mkdir /tmp/d 2>/dev/null; then echo mkdir=allowed; else echo mkdir=denied; fi; \
+         if unshare -U true 2>/dev/null; then echo userns=allowed; else echo userns=denied; fi",
+    ]));
+    spec["linux"]["seccomp"] = serde_json::json!({
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": ["SCMP_ARCH_X86_64"],
+        "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13}]
+    });
+    let out = env.run_spec(&spec);
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(
+        status_field(&out.stdout, "Seccomp_filters").as_deref(),
+        Some("2"),
+        "{out}"
+    );
+    assert_line(&out.stdout, "mkdir=denied");
+    assert_line(&out.stdout, "userns=denied");
+}
+
+#[test]
+fn callers_hooks_still_run() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("hooks");
+    let marker = std::env::temp_dir().join(format!("rloxsc-hook-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let mut spec = careless_spec(Some(&["true"]));
+    spec["hooks"] = serde_json::json!({
+        "prestart": [{"path": "/bin/sh", "args": ["sh", "-c", format!("cat > {}", marker.display())]}]
+    });
+    let out = env.run_spec(&spec);
+    assert_eq!(out.code, 0, "{out}");
+    let state = std::fs::read_to_string(&marker).unwrap_or_default();
+    let _ = std::fs::remove_file(&marker);
+    let v: serde_json::Value = serde_json::from_str(&state)
+        .unwrap_or_else(|e| panic!("hook got no state JSON ({e}): {state:?}"));
+    assert!(v["pid"].as_i64().unwrap_or(0) > 0, "hook state: {v}");
+}
+
+#[test]
+fn seccomp_probe_finds_every_dangerous_syscall_denied() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("in-probe");
+    // careless spec: no seccomp of the caller's, all capabilities asked for
+    let out = env.run_spec(&careless_spec(Some(&["/bin/seccomp-probe"])));
+    assert!(
+        !out.stdout.contains("ALLOWED"),
+        "a dangerous syscall went through:\n{out}"
+    );
+    for abi in ["i386-int80 denied killed", "x32-abi denied killed"] {
+        assert!(out.stdout.contains(abi), "{abi} missing:\n{out}");
+    }
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("probes: ") && l.ends_with(" 0 allowed")),
+        "{out}"
+    );
+    assert_eq!(out.code, 0, "{out}");
+}
