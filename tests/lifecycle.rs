@@ -444,3 +444,76 @@ fn start_twice_is_refused() {
     assert_error(&out, &["cannot start"]);
     assert_eq!(env.status(&c.id).as_deref(), Some("running"));
 }
+
+/// Accepts one connection on `listener` and receives the pty master passed with SCM_RIGHTS.
+fn receive_pty_master(listener: &std::os::unix::net::UnixListener) -> std::fs::File {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let (conn, _) = listener
+        .accept()
+        .expect("runtime connected to the console socket");
+    let mut buf = [0u8; 4096];
+    let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+    let msg = nix::sys::socket::recvmsg::<()>(
+        conn.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        nix::sys::socket::MsgFlags::empty(),
+    )
+    .expect("recvmsg on the console socket");
+    for c in msg.cmsgs().expect("control messages") {
+        if let nix::sys::socket::ControlMessageOwned::ScmRights(fds) = c {
+            // SAFETY: the fd was just passed to us and is owned by nobody else.
+            return unsafe { std::fs::File::from_raw_fd(fds[0]) };
+        }
+    }
+    panic!("no fd passed on the console socket");
+}
+
+#[test]
+fn console_socket_receives_the_pty_master_of_a_terminal_container() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("console");
+    let id = env.id();
+    let _g = env.guard(&id);
+    let mut spec = base_spec(&[
+        "sh",
+        "-c",
+        "[ -t 0 ] && [ -t 1 ] && echo BOTH-TTY; tty; echo DONE; sleep 2",
+    ]);
+    spec["process"]["terminal"] = Value::Bool(true);
+    let bundle = env.bundle(&spec);
+    let sock = bundle.join("console.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).expect("bind console socket");
+    let receiver = std::thread::spawn(move || {
+        use std::io::Read;
+        let mut master = receive_pty_master(&listener);
+        let mut out = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !String::from_utf8_lossy(&out).contains("DONE") {
+            match master.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+        String::from_utf8_lossy(&out).to_string()
+    });
+    env.rloxsc(&[
+        "create",
+        "--bundle",
+        bundle.to_str().unwrap(),
+        "--console-socket",
+        sock.to_str().unwrap(),
+        &id,
+    ])
+    .expect_ok();
+    env.rloxsc(&["start", &id]).expect_ok();
+    let output = receiver.join().expect("pty reader");
+    assert!(
+        output.contains("BOTH-TTY"),
+        "stdio is not the terminal: {output:?}"
+    );
+    assert!(output.contains("/dev/pts/"), "no pts: {output:?}");
+}
