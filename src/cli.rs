@@ -133,8 +133,8 @@ pub enum Command {
     },
     /// Print the OCI features document.
     Features,
-    /// Not implemented yet.
-    Exec(Unimplemented),
+    /// Run a new process in a running container, with the init's containment.
+    Exec(ExecArgs),
     /// Not implemented yet.
     Ps(Unimplemented),
     /// Not implemented yet.
@@ -149,6 +149,64 @@ pub enum Command {
     Checkpoint(Unimplemented),
     /// Not supported.
     Restore(Unimplemented),
+}
+
+/// Arguments of `exec`, runc's flags.
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// process.json describing the process (the command is then ignored).
+    #[arg(short = 'p', long)]
+    pub process: Option<PathBuf>,
+    /// Do not wait for the process.
+    #[arg(short = 'd', long)]
+    pub detach: bool,
+    /// File to write the process's pid to.
+    #[arg(long = "pid-file")]
+    pub pid_file: Option<PathBuf>,
+    /// Unix socket to receive the pty master.
+    #[arg(long = "console-socket")]
+    pub console_socket: Option<PathBuf>,
+    /// Allocate a pseudo-TTY.
+    #[arg(short = 't', long)]
+    pub tty: bool,
+    /// Working directory.
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// Extra environment variables (KEY=VALUE).
+    #[arg(short = 'e', long = "env")]
+    pub env: Vec<String>,
+    /// uid[:gid].
+    #[arg(short = 'u', long)]
+    pub user: Option<String>,
+    /// Additional gids (repeatable or comma-separated).
+    #[arg(short = 'g', long = "additional-gids", value_delimiter = ',')]
+    pub additional_gids: Vec<u32>,
+    /// Add a capability (refused unless rloxsc's policy allows it).
+    #[arg(short = 'c', long = "cap")]
+    pub cap: Vec<String>,
+    /// Accepted: exec'd processes always get no_new_privs.
+    #[arg(long = "no-new-privs")]
+    pub no_new_privs: bool,
+    /// Extra fds passed from 3 up.
+    #[arg(long = "preserve-fds", default_value_t = 0)]
+    pub preserve_fds: i32,
+    /// SELinux process label.
+    #[arg(long = "process-label")]
+    pub process_label: Option<String>,
+    /// AppArmor profile.
+    #[arg(long)]
+    pub apparmor: Option<String>,
+    /// Exec even into a paused container.
+    #[arg(long = "ignore-paused")]
+    pub ignore_paused: bool,
+    /// Run in this sub-cgroup of the container's cgroup.
+    #[arg(long)]
+    pub cgroup: Option<String>,
+    /// Container id.
+    pub id: String,
+    /// The command and its arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
 }
 
 /// Any arguments, for verbs that answer with a clear "not implemented" error.
@@ -225,20 +283,48 @@ fn dispatch(cli: Cli) -> Result<i32> {
             commands::create::create(&ctx, &create_options(&a, true)?)?;
         }
         Command::Start { id } => commands::start::start(&ctx, &id)?,
-        Command::Run { create, detach } => return commands::run::run(&ctx, create_options(&create, detach)?),
+        Command::Run { create, detach } => {
+            return commands::run::run(&ctx, create_options(&create, detach)?)
+        }
         Command::State { id } => commands::state::state(&ctx, &id)?,
         Command::Kill { all, id, signal } => commands::kill::kill(&ctx, &id, &signal, all)?,
         Command::Delete { force, id } => commands::delete::delete(&ctx, &id, force)?,
         Command::List { format, quiet } => commands::list::list(&ctx, format, quiet)?,
         Command::Spec { bundle } => commands::spec::spec(&ctx, &bundle)?,
         Command::Features => commands::features::features(&ctx)?,
-        Command::Exec(_) => bail!("rloxsc exec is not implemented yet: exec'd processes must get rloxsc's seccomp filter and clamped capabilities, which lands with the drop-in work"),
+        Command::Exec(a) => {
+            if a.preserve_fds < 0 {
+                bail!("--preserve-fds must not be negative");
+            }
+            let opts = commands::exec::ExecOptions {
+                id: a.id,
+                command: a.command,
+                process: a.process,
+                detach: a.detach,
+                pid_file: a.pid_file,
+                console_socket: a.console_socket,
+                tty: a.tty,
+                cwd: a.cwd,
+                env: a.env,
+                user: a.user,
+                additional_gids: a.additional_gids,
+                caps: a.cap,
+                preserve_fds: a.preserve_fds,
+                process_label: a.process_label,
+                apparmor: a.apparmor,
+                ignore_paused: a.ignore_paused,
+                cgroup: a.cgroup,
+            };
+            return commands::exec::exec(&ctx, &opts);
+        }
         Command::Ps(_) => bail!("rloxsc ps is not implemented yet"),
         Command::Pause(_) => bail!("rloxsc pause is not implemented yet"),
         Command::Resume(_) => bail!("rloxsc resume is not implemented yet"),
         Command::Update(_) => bail!("rloxsc update is not implemented yet"),
         Command::Events(_) => bail!("rloxsc events is not implemented yet"),
-        Command::Checkpoint(_) | Command::Restore(_) => bail!("rloxsc does not support checkpoint/restore"),
+        Command::Checkpoint(_) | Command::Restore(_) => {
+            bail!("rloxsc does not support checkpoint/restore")
+        }
     }
     Ok(0)
 }

@@ -6,6 +6,7 @@ use crate::policy::Policy;
 
 pub mod create;
 pub mod delete;
+pub mod exec;
 pub mod features;
 pub mod kill;
 pub mod list;

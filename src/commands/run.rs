@@ -74,6 +74,12 @@ pub fn run(ctx: &Context, opts: CreateOptions) -> Result<i32> {
     code
 }
 
+/// Forwards the usual signals to `pid` and waits for it; returns its exit status (128+N for signal N).
+pub fn forward_and_wait(pid: Pid) -> Result<i32> {
+    install_forwarding()?;
+    wait_forwarding(pid)
+}
+
 fn wait_forwarding(pid: Pid) -> Result<i32> {
     loop {
         match waitpid(pid, None) {
