@@ -101,6 +101,17 @@ impl Layout {
         Spec::load(&p).with_context(|| format!("cannot read the hardened spec {}", p.display()))
     }
 
+    /// Replaces the hardened spec of `id` (after `update`), atomically.
+    pub fn rewrite_spec(&self, id: &str, spec: &Spec) -> Result<()> {
+        let p = self.bundle_dir(id).join("config.json");
+        let tmp = self
+            .bundle_dir(id)
+            .join(format!(".config.json.{}", std::process::id()));
+        fs::write(&tmp, serde_json::to_vec(spec)?)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        fs::rename(&tmp, &p).with_context(|| format!("cannot replace {}", p.display()))
+    }
+
     /// Removes the private bundle of `id` (absent is fine).
     pub fn remove_bundle(&self, id: &str) -> Result<()> {
         let dir = self.bundle_dir(id);

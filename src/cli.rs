@@ -135,16 +135,40 @@ pub enum Command {
     Features,
     /// Run a new process in a running container, with the init's containment.
     Exec(ExecArgs),
-    /// Not implemented yet.
-    Ps(Unimplemented),
-    /// Not implemented yet.
-    Pause(Unimplemented),
-    /// Not implemented yet.
-    Resume(Unimplemented),
-    /// Not implemented yet.
-    Update(Unimplemented),
-    /// Not implemented yet.
-    Events(Unimplemented),
+    /// List the processes of a container.
+    Ps {
+        /// Output format.
+        #[arg(short = 'f', long, value_enum, default_value = "table")]
+        format: crate::commands::ps::PsFormat,
+        /// Container id.
+        id: String,
+        /// Options for the host's ps (table format).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        ps_args: Vec<String>,
+    },
+    /// Freeze every process of a container.
+    Pause {
+        /// Container id.
+        id: String,
+    },
+    /// Thaw a paused container.
+    Resume {
+        /// Container id.
+        id: String,
+    },
+    /// Change a container's resources (never beyond the policy's ceilings).
+    Update(UpdateArgs),
+    /// Stream stats and OOM events of a container.
+    Events {
+        /// Print one stats event and exit.
+        #[arg(long)]
+        stats: bool,
+        /// Interval between stats events.
+        #[arg(long, default_value = "5s")]
+        interval: String,
+        /// Container id.
+        id: String,
+    },
     /// Not supported.
     Checkpoint(Unimplemented),
     /// Not supported.
@@ -207,6 +231,67 @@ pub struct ExecArgs {
     /// The command and its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
+}
+
+/// Arguments of `update`, runc's flags.
+#[derive(Debug, clap::Args)]
+pub struct UpdateArgs {
+    /// Resources as JSON from a file, or `-` for stdin.
+    #[arg(short = 'r', long)]
+    pub resources: Option<String>,
+    /// Memory limit (bytes, or with k/m/g suffix).
+    #[arg(short = 'm', long, value_parser = parse_bytes)]
+    pub memory: Option<i64>,
+    /// Memory+swap limit.
+    #[arg(long = "memory-swap", value_parser = parse_bytes)]
+    pub memory_swap: Option<i64>,
+    /// Memory reservation.
+    #[arg(long = "memory-reservation", value_parser = parse_bytes)]
+    pub memory_reservation: Option<i64>,
+    /// Accepted and ignored (kernel memory limits are obsolete).
+    #[arg(long = "kernel-memory", hide = true)]
+    pub kernel_memory: Option<String>,
+    /// Accepted and ignored.
+    #[arg(long = "kernel-memory-tcp", hide = true)]
+    pub kernel_memory_tcp: Option<String>,
+    /// pids limit.
+    #[arg(long = "pids-limit", allow_hyphen_values = true)]
+    pub pids_limit: Option<i64>,
+    /// CFS quota.
+    #[arg(long = "cpu-quota", allow_hyphen_values = true)]
+    pub cpu_quota: Option<i64>,
+    /// CFS period.
+    #[arg(long = "cpu-period")]
+    pub cpu_period: Option<u64>,
+    /// CPU shares.
+    #[arg(long = "cpu-share", alias = "cpu-shares")]
+    pub cpu_shares: Option<u64>,
+    /// cpuset cpus.
+    #[arg(long = "cpuset-cpus")]
+    pub cpuset_cpus: Option<String>,
+    /// cpuset mems.
+    #[arg(long = "cpuset-mems")]
+    pub cpuset_mems: Option<String>,
+    /// Accepted and ignored (blkio weight).
+    #[arg(long = "blkio-weight", hide = true)]
+    pub blkio_weight: Option<u64>,
+    /// Container id.
+    pub id: String,
+}
+
+/// Parses a byte count with an optional k/m/g suffix; -1 means unlimited.
+pub fn parse_bytes(s: &str) -> std::result::Result<i64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let t = t.trim_end_matches('b');
+    let (num, mult) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1i64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    num.parse::<i64>()
+        .map(|v| v.saturating_mul(mult))
+        .map_err(|_| format!("invalid size {s:?}"))
 }
 
 /// Any arguments, for verbs that answer with a clear "not implemented" error.
@@ -317,11 +402,35 @@ fn dispatch(cli: Cli) -> Result<i32> {
             };
             return commands::exec::exec(&ctx, &opts);
         }
-        Command::Ps(_) => bail!("rloxsc ps is not implemented yet"),
-        Command::Pause(_) => bail!("rloxsc pause is not implemented yet"),
-        Command::Resume(_) => bail!("rloxsc resume is not implemented yet"),
-        Command::Update(_) => bail!("rloxsc update is not implemented yet"),
-        Command::Events(_) => bail!("rloxsc events is not implemented yet"),
+        Command::Ps {
+            format,
+            id,
+            ps_args,
+        } => commands::ps::ps(&ctx, &id, format, &ps_args)?,
+        Command::Pause { id } => commands::pause::pause(&ctx, &id)?,
+        Command::Resume { id } => commands::pause::resume(&ctx, &id)?,
+        Command::Update(a) => {
+            let flags = commands::update::UpdateFlags {
+                memory: a.memory,
+                memory_swap: a.memory_swap,
+                memory_reservation: a.memory_reservation,
+                pids_limit: a.pids_limit,
+                cpu_quota: a.cpu_quota,
+                cpu_period: a.cpu_period,
+                cpu_shares: a.cpu_shares,
+                cpuset_cpus: a.cpuset_cpus,
+                cpuset_mems: a.cpuset_mems,
+            };
+            commands::update::update(&ctx, &a.id, a.resources.as_deref(), &flags)?
+        }
+        Command::Events {
+            stats,
+            interval,
+            id,
+        } => {
+            let interval = commands::events::parse_interval(&interval)?;
+            commands::events::events(&ctx, &id, stats, interval)?
+        }
         Command::Checkpoint(_) | Command::Restore(_) => {
             bail!("rloxsc does not support checkpoint/restore")
         }

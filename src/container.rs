@@ -101,3 +101,33 @@ mod tests {
         assert!(parse_signal("65").is_err());
     }
 }
+
+/// The cgroup manager of container `id` (from the cgroup path of its hardened spec).
+pub fn cgroup_manager(layout: &Layout, id: &str) -> Result<libcgroups::common::AnyCgroupManager> {
+    let spec = layout.read_spec(id)?;
+    let path = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.cgroups_path().clone())
+        .ok_or_else(|| anyhow!("container {id:?} has no cgroup path"))?;
+    libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
+        cgroup_path: path,
+        systemd_cgroup: false,
+        container_name: id.to_string(),
+    })
+    .map_err(|e| anyhow!("cannot open the cgroups of container {id:?}: {e}"))
+}
+
+/// Pids of every process in container `id`'s cgroup.
+pub fn pids(layout: &Layout, id: &str) -> Result<Vec<i32>> {
+    use libcgroups::common::CgroupManager;
+    let m = cgroup_manager(layout, id)?;
+    let mut v: Vec<i32> = m
+        .get_all_pids()
+        .map_err(|e| anyhow!("cannot list the processes of container {id:?}: {e}"))?
+        .into_iter()
+        .map(|p| p.as_raw())
+        .collect();
+    v.sort_unstable();
+    Ok(v)
+}

@@ -451,8 +451,8 @@ fn unimplemented_verbs_say_so() {
         return;
     }
     let env = TestEnv::new("unimplemented");
-    for verb in ["ps", "pause", "resume", "update", "events"] {
+    for verb in ["checkpoint", "restore"] {
         let out = env.rloxsc(&[verb, "some-id"]);
-        assert_error(&out, &["not implemented yet"]);
+        assert_error(&out, &["does not support checkpoint/restore"]);
     }
 }

@@ -6,14 +6,18 @@ use crate::policy::Policy;
 
 pub mod create;
 pub mod delete;
+pub mod events;
 pub mod exec;
 pub mod features;
 pub mod kill;
 pub mod list;
+pub mod pause;
+pub mod ps;
 pub mod run;
 pub mod spec;
 pub mod start;
 pub mod state;
+pub mod update;
 
 /// What every verb needs: where state lives, the policy in force, and (test builds only) faults.
 #[derive(Debug, Clone)]

@@ -412,3 +412,185 @@ mod tests {
         assert!(m.contains_key("net.ipv4.ip_forward"));
     }
 }
+
+/// Clamps an `update` request (runc's JSON resources or the single-value flags) against the policy:
+/// pids and memory above their ceilings (or unlimited) are clamped, swap never exceeds memory, device
+/// rules and raw v2 keys that could widen containment are dropped. `current` is the container's
+/// hardened resources, used for the memory limit when the request does not change it. Returns the
+/// resources to apply and the changes made to the request.
+pub fn clamp_update(
+    requested: &LinuxResources,
+    current: &LinuxResources,
+    policy: &Policy,
+) -> (LinuxResources, Vec<super::Change>) {
+    let mut changes = Changes::default();
+    let mut out = requested.clone();
+
+    if let Some(p) = requested.pids() {
+        let asked = p.limit();
+        let limit = if asked <= 0 {
+            policy.pids.ceiling
+        } else {
+            (asked as u64).min(policy.pids.ceiling)
+        };
+        if asked <= 0 || asked as u64 != limit {
+            changes.push(
+                keys::PIDS,
+                format!("update: pids limit {asked} -> {limit} (ceiling)"),
+            );
+        }
+        let mut lp = LinuxPids::default();
+        lp.set_limit(limit as i64);
+        out.set_pids(Some(lp));
+    }
+
+    let current_limit = current.memory().and_then(|m| m.limit()).filter(|&l| l > 0);
+    if let Some(m) = requested.memory() {
+        let m = *m;
+        let mut mem = m;
+        let limit = match m.limit() {
+            Some(l) if l > 0 => {
+                let clamped = (l as u64).min(policy.memory_bytes.ceiling) as i64;
+                if clamped != l {
+                    changes.push(
+                        keys::MEMORY,
+                        format!("update: memory limit {l} -> {clamped} (ceiling)"),
+                    );
+                }
+                Some(clamped)
+            }
+            Some(l) if l < 0 => {
+                let c = policy.memory_bytes.ceiling as i64;
+                changes.push(
+                    keys::MEMORY,
+                    format!("update: unlimited memory -> {c} (ceiling)"),
+                );
+                Some(c)
+            }
+            _ => None, // zero or absent: unchanged
+        };
+        mem.set_limit(limit);
+        let effective = limit.or(current_limit);
+        match (m.swap(), effective) {
+            (Some(s), Some(l)) if s != 0 && s != l => {
+                changes.push(
+                    keys::MEMORY,
+                    format!("update: memory+swap {s} -> {l} (swap not above memory)"),
+                );
+                mem.set_swap(Some(l));
+            }
+            (_, Some(l)) if limit.is_some() => {
+                mem.set_swap(Some(l));
+            }
+            (Some(0), _) | (None, _) => {
+                mem.set_swap(None);
+            }
+            _ => {}
+        }
+        if mem.kernel().is_some() {
+            #[allow(deprecated)]
+            mem.set_kernel(None);
+        }
+        if mem.disable_oom_killer() == Some(true) {
+            mem.set_disable_oom_killer(Some(false));
+            changes.push(keys::MEMORY, "update: the OOM killer cannot be disabled");
+        }
+        out.set_memory(Some(mem));
+    }
+
+    if requested.devices().as_ref().is_some_and(|d| !d.is_empty()) {
+        changes.push(
+            keys::DEVICES,
+            "update: device rules ignored (the device set never widens)",
+        );
+    }
+    out.set_devices(None);
+    if let Some(u) = out.unified_mut() {
+        let before = u.len();
+        u.retain(|k, _| k.starts_with("cpu.") || k.starts_with("io.") || k.starts_with("hugetlb."));
+        if u.len() != before {
+            changes.push(
+                keys::UNIFIED,
+                "update: raw cgroup v2 keys other than cpu.*, io.*, hugetlb.* dropped",
+            );
+        }
+    }
+    (out, changes.0)
+}
+
+#[cfg(test)]
+mod update_tests {
+    use super::*;
+
+    fn req(json: &str) -> LinuxResources {
+        serde_json::from_str(json).unwrap()
+    }
+
+    fn current() -> LinuxResources {
+        req(r#"{"memory":{"limit":536870912,"swap":536870912},"pids":{"limit":512}}"#)
+    }
+
+    #[test]
+    fn ceilings_clamp_and_unlimited_becomes_the_ceiling() {
+        let p = Policy::default();
+        let (out, ch) = clamp_update(
+            &req(r#"{"pids":{"limit":100000},"memory":{"limit":68719476736}}"#),
+            &current(),
+            &p,
+        );
+        assert_eq!(out.pids().unwrap().limit(), 4096);
+        assert_eq!(out.memory().unwrap().limit(), Some(16 << 30));
+        assert_eq!(out.memory().unwrap().swap(), Some(16 << 30));
+        assert_eq!(ch.len(), 2);
+        let (out, _) = clamp_update(
+            &req(r#"{"pids":{"limit":-1},"memory":{"limit":-1}}"#),
+            &current(),
+            &p,
+        );
+        assert_eq!(out.pids().unwrap().limit(), 4096);
+        assert_eq!(out.memory().unwrap().limit(), Some(16 << 30));
+    }
+
+    #[test]
+    fn lower_values_pass_and_zero_means_unset() {
+        let p = Policy::default();
+        let (out, ch) = clamp_update(
+            &req(r#"{"pids":{"limit":64},"memory":{"limit":67108864}}"#),
+            &current(),
+            &p,
+        );
+        assert_eq!(out.pids().unwrap().limit(), 64);
+        assert_eq!(out.memory().unwrap().limit(), Some(64 << 20));
+        assert_eq!(out.memory().unwrap().swap(), Some(64 << 20));
+        assert!(ch.is_empty(), "{ch:?}");
+        let (out, _) = clamp_update(
+            &req(r#"{"memory":{"limit":0,"swap":0,"kernel":0}}"#),
+            &current(),
+            &p,
+        );
+        assert_eq!(out.memory().unwrap().limit(), None);
+        assert_eq!(out.memory().unwrap().swap(), None);
+    }
+
+    #[test]
+    fn swap_above_memory_is_clamped() {
+        let (out, ch) = clamp_update(
+            &req(r#"{"memory":{"swap":1073741824}}"#),
+            &current(),
+            &Policy::default(),
+        );
+        assert_eq!(out.memory().unwrap().swap(), Some(512 << 20));
+        assert_eq!(ch.len(), 1);
+    }
+
+    #[test]
+    fn devices_are_never_widened() {
+        let (out, ch) = clamp_update(
+            &req(r#"{"devices":[{"allow":true,"access":"rwm"}]}"#),
+            &current(),
+            &Policy::default(),
+        );
+        assert!(out.devices().is_none());
+        assert_eq!(ch[0].key, keys::DEVICES);
+    }
+}

@@ -1,0 +1,129 @@
+//! `events`: runc's event stream for a container: `{"type":"stats","id":...,"data":{...}}` every
+//! interval and `{"type":"oom","id":...}` whenever the kernel OOM-kills a process of the container
+//! (read from the cgroup's own counter: v1 `memory.oom_control`, v2 `memory.events`). `--stats` prints
+//! one stats event and exits. The stream ends when the container stops.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Result};
+use libcgroups::common::CgroupManager;
+use serde_json::json;
+
+use super::Context;
+use crate::container;
+
+/// Parses runc's `--interval` (`5s`, `500ms`, `1m`, or plain seconds).
+pub fn parse_interval(s: &str) -> Result<Duration> {
+    let s = s.trim();
+    let (num, unit) = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map(|i| s.split_at(i))
+        .unwrap_or((s, "s"));
+    let v: f64 = num.parse().map_err(|_| anyhow!("invalid interval {s:?}"))?;
+    let secs = match unit {
+        "ms" => v / 1000.0,
+        "s" | "" => v,
+        "m" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => return Err(anyhow!("invalid interval {s:?}")),
+    };
+    if secs <= 0.0 {
+        return Err(anyhow!("interval must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// The file and key holding the container's OOM-kill counter.
+fn oom_counter(ctx: &Context, id: &str) -> Option<(PathBuf, &'static str)> {
+    let spec = ctx.layout.read_spec(id).ok()?;
+    let cg = spec.linux().as_ref()?.cgroups_path().clone()?;
+    let rel = cg.to_string_lossy().trim_start_matches('/').to_string();
+    let v1 = PathBuf::from("/sys/fs/cgroup/memory")
+        .join(&rel)
+        .join("memory.oom_control");
+    if v1.exists() {
+        return Some((v1, "oom_kill"));
+    }
+    let v2 = PathBuf::from("/sys/fs/cgroup")
+        .join(&rel)
+        .join("memory.events");
+    v2.exists().then_some((v2, "oom_kill"))
+}
+
+/// Reads `key N` from a flat-keyed cgroup file.
+pub fn read_counter(path: &PathBuf, key: &str) -> Option<u64> {
+    std::fs::read_to_string(path)
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix(key).and_then(|v| v.trim().parse().ok()))
+}
+
+fn emit(v: serde_json::Value) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{v}")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Streams events of container `id`.
+pub fn events(ctx: &Context, id: &str, stats_only: bool, interval: Duration) -> Result<()> {
+    let c = container::load(&ctx.layout, id)?;
+    if c.status() == libcontainer::container::ContainerStatus::Stopped {
+        return Err(anyhow!("container {id:?}: container not running"));
+    }
+    let manager = container::cgroup_manager(&ctx.layout, id)?;
+    let stats = |m: &libcgroups::common::AnyCgroupManager| -> Result<serde_json::Value> {
+        let s = m
+            .stats()
+            .map_err(|e| anyhow!("cannot read the stats of container {id:?}: {e}"))?;
+        Ok(json!({"type": "stats", "id": id, "data": s}))
+    };
+    if stats_only {
+        return emit(stats(&manager)?);
+    }
+    let oom = oom_counter(ctx, id);
+    let mut last_oom = oom
+        .as_ref()
+        .and_then(|(p, k)| read_counter(p, k))
+        .unwrap_or(0);
+    let mut next_stats = Instant::now();
+    let poll = interval.min(Duration::from_millis(200));
+    loop {
+        if let Some((p, k)) = &oom {
+            if let Some(n) = read_counter(p, k) {
+                if n > last_oom {
+                    last_oom = n;
+                    emit(json!({"type": "oom", "id": id}))?;
+                }
+            }
+        }
+        match container::load(&ctx.layout, id) {
+            Ok(c) if c.status() != libcontainer::container::ContainerStatus::Stopped => {}
+            _ => return Ok(()),
+        }
+        if Instant::now() >= next_stats {
+            if let Ok(v) = stats(&manager) {
+                emit(v)?;
+            }
+            next_stats = Instant::now() + interval;
+        }
+        std::thread::sleep(poll);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval("5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_interval("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_interval("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_interval("1m").unwrap(), Duration::from_secs(60));
+        assert!(parse_interval("0s").is_err());
+        assert!(parse_interval("x").is_err());
+    }
+}

@@ -1,0 +1,173 @@
+//! `update`: change a running container's resources, never beyond the policy: values above a ceiling
+//! (or unlimited) are clamped and logged, swap never exceeds memory, device rules are ignored. The
+//! result is applied through libcgroups, written back to the hardened spec, and read back from the
+//! cgroup files.
+
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use libcgroups::common::{CgroupManager, ControllerOpt};
+use oci_spec::runtime::{LinuxCpu, LinuxMemory, LinuxPids, LinuxResources};
+
+use super::Context;
+use crate::container;
+use crate::harden::resources::clamp_update;
+
+/// runc's single-value flags of `update` (0 / absent = unchanged).
+#[derive(Debug, Default, Clone)]
+pub struct UpdateFlags {
+    /// Memory limit in bytes.
+    pub memory: Option<i64>,
+    /// Memory+swap limit in bytes.
+    pub memory_swap: Option<i64>,
+    /// Memory reservation in bytes.
+    pub memory_reservation: Option<i64>,
+    /// pids limit.
+    pub pids_limit: Option<i64>,
+    /// CFS quota.
+    pub cpu_quota: Option<i64>,
+    /// CFS period.
+    pub cpu_period: Option<u64>,
+    /// CPU shares.
+    pub cpu_shares: Option<u64>,
+    /// cpuset cpus.
+    pub cpuset_cpus: Option<String>,
+    /// cpuset mems.
+    pub cpuset_mems: Option<String>,
+}
+
+/// Parses runc's `--resources` input (a file, or `-` for stdin).
+pub fn read_resources(source: &str) -> Result<LinuxResources> {
+    let mut data = Vec::new();
+    if source == "-" {
+        std::io::stdin()
+            .read_to_end(&mut data)
+            .context("cannot read resources from stdin")?;
+    } else {
+        data = std::fs::read(Path::new(source)).with_context(|| format!("cannot read {source}"))?;
+    }
+    serde_json::from_slice(&data)
+        .map_err(|e| anyhow!("{source} is not a valid resources object: {e}"))
+}
+
+/// Merges the single-value flags into `r` (flags win).
+pub fn apply_flags(mut r: LinuxResources, f: &UpdateFlags) -> LinuxResources {
+    let nz = |v: Option<i64>| v.filter(|&x| x != 0);
+    if nz(f.memory).is_some() || nz(f.memory_swap).is_some() || nz(f.memory_reservation).is_some() {
+        let mut m: LinuxMemory = r.memory().unwrap_or_default();
+        if let Some(v) = nz(f.memory) {
+            m.set_limit(Some(v));
+        }
+        if let Some(v) = nz(f.memory_swap) {
+            m.set_swap(Some(v));
+        }
+        if let Some(v) = nz(f.memory_reservation) {
+            m.set_reservation(Some(v));
+        }
+        r.set_memory(Some(m));
+    }
+    if let Some(v) = nz(f.pids_limit) {
+        let mut p = LinuxPids::default();
+        p.set_limit(v);
+        r.set_pids(Some(p));
+    }
+    let cpu_set = nz(f.cpu_quota).is_some()
+        || f.cpu_period.is_some_and(|v| v != 0)
+        || f.cpu_shares.is_some_and(|v| v != 0)
+        || f.cpuset_cpus.is_some()
+        || f.cpuset_mems.is_some();
+    if cpu_set {
+        let mut c: LinuxCpu = r.cpu().clone().unwrap_or_default();
+        if let Some(v) = nz(f.cpu_quota) {
+            c.set_quota(Some(v));
+        }
+        if let Some(v) = f.cpu_period.filter(|&v| v != 0) {
+            c.set_period(Some(v));
+        }
+        if let Some(v) = f.cpu_shares.filter(|&v| v != 0) {
+            c.set_shares(Some(v));
+        }
+        if let Some(v) = &f.cpuset_cpus {
+            c.set_cpus(Some(v.clone()));
+        }
+        if let Some(v) = &f.cpuset_mems {
+            c.set_mems(Some(v.clone()));
+        }
+        r.set_cpu(Some(c));
+    }
+    r
+}
+
+/// Updates container `id`.
+pub fn update(ctx: &Context, id: &str, resources: Option<&str>, flags: &UpdateFlags) -> Result<()> {
+    let c = container::load(&ctx.layout, id)?;
+    if c.status() == libcontainer::container::ContainerStatus::Stopped {
+        bail!("container {id:?}: container not running");
+    }
+    let requested = match resources {
+        Some(src) => read_resources(src)?,
+        None => LinuxResources::default(),
+    };
+    let requested = apply_flags(requested, flags);
+    let mut spec = ctx.layout.read_spec(id)?;
+    let current = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.resources().clone())
+        .unwrap_or_default();
+    let (clamped, changes) = clamp_update(&requested, &current, &ctx.policy);
+    for ch in &changes {
+        tracing::info!("container {id}: {ch}");
+    }
+    let manager = container::cgroup_manager(&ctx.layout, id)?;
+    manager
+        .apply(&ControllerOpt {
+            resources: &clamped,
+            disable_oom_killer: false,
+            oom_score_adj: None,
+            freezer_state: None,
+        })
+        .map_err(|e| anyhow!("cannot update container {id:?}: {e}"))?;
+
+    // remember the new limits in the hardened spec (verification and state read it)
+    let mut merged = current.clone();
+    if let Some(p) = clamped.pids() {
+        merged.set_pids(Some(*p));
+    }
+    if let Some(m) = clamped.memory() {
+        let mut cur = merged.memory().unwrap_or_default();
+        if let Some(l) = m.limit() {
+            cur.set_limit(Some(l));
+        }
+        if let Some(s) = m.swap() {
+            cur.set_swap(Some(s));
+        }
+        if let Some(r) = m.reservation() {
+            cur.set_reservation(Some(r));
+        }
+        merged.set_memory(Some(cur));
+    }
+    if let Some(cpu) = clamped.cpu() {
+        merged.set_cpu(Some(cpu.clone()));
+    }
+    if let Some(l) = spec.linux_mut() {
+        l.set_resources(Some(merged));
+    }
+    ctx.layout.rewrite_spec(id, &spec)?;
+
+    // read back what the kernel now enforces
+    if let Some(pid) = c.pid() {
+        if let Ok(cg) = std::fs::read_to_string(format!("/proc/{}/cgroup", pid.as_raw())) {
+            let failures = crate::verify::check_cgroups(&cg, &spec);
+            if !failures.is_empty() {
+                let list: Vec<String> = failures.iter().map(|f| f.to_string()).collect();
+                bail!(
+                    "container {id:?}: the cgroup limits after update do not match: {}",
+                    list.join("; ")
+                );
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,196 @@
+//! ps, pause/resume, update and events against real containers.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+fn cgroup_file(id: &str, controller: &str, file: &str) -> String {
+    read_trimmed(format!("/sys/fs/cgroup/{controller}/rloxsc/{id}/{file}"))
+}
+
+#[test]
+fn ps_json_lists_every_process_of_the_container() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("ps");
+    let c = env.start_container(&base_spec(LONG_LIVED));
+    env.rloxsc(&["exec", "--detach", &c.id, "sleep", "30"])
+        .expect_ok();
+    let out = env.rloxsc(&["ps", "--format", "json", &c.id]);
+    out.expect_ok();
+    let pids: Vec<i32> =
+        serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(
+        pids.contains(&c.pid),
+        "init {} missing from {pids:?}",
+        c.pid
+    );
+    assert!(pids.len() >= 2, "exec'd process missing: {pids:?}");
+    let table = env.rloxsc(&["ps", &c.id]);
+    table.expect_ok();
+    assert!(
+        table.stdout.lines().next().unwrap_or("").contains("PID"),
+        "{table}"
+    );
+    assert!(table.stdout.contains("sleep 30"), "{table}");
+}
+
+#[test]
+fn pause_freezes_and_resume_thaws() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("pause");
+    let c = env.start_container(&base_spec(LONG_LIVED));
+    env.rloxsc(&["pause", &c.id]).expect_ok();
+    assert_eq!(env.status(&c.id).as_deref(), Some("paused"));
+    assert_eq!(cgroup_file(&c.id, "freezer", "freezer.state"), "FROZEN");
+    let st = std::fs::read_to_string(format!("/proc/{}/status", c.pid)).unwrap();
+    assert!(
+        status_field(&st, "State").is_some_and(|s| s.starts_with('D') || s.starts_with('S')),
+        "{st}"
+    );
+    // pausing twice and exec into a paused container are refused
+    assert_ne!(env.rloxsc(&["pause", &c.id]).code, 0);
+    assert_ne!(env.rloxsc(&["exec", &c.id, "true"]).code, 0);
+    env.rloxsc(&["resume", &c.id]).expect_ok();
+    assert_eq!(env.status(&c.id).as_deref(), Some("running"));
+    assert_eq!(cgroup_file(&c.id, "freezer", "freezer.state"), "THAWED");
+    assert_ne!(
+        env.rloxsc(&["resume", &c.id]).code,
+        0,
+        "resume of a running container"
+    );
+}
+
+#[test]
+fn update_applies_lower_limits_and_clamps_higher_ones() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("update");
+    let c = env.start_container(&base_spec(LONG_LIVED));
+    env.rloxsc(&["update", "--memory", "64m", "--pids-limit", "50", &c.id])
+        .expect_ok();
+    assert_eq!(cgroup_file(&c.id, "pids", "pids.max"), "50");
+    assert_eq!(
+        cgroup_file(&c.id, "memory", "memory.limit_in_bytes"),
+        (64u64 << 20).to_string()
+    );
+
+    // above the ceilings, or unlimited, through --resources FILE: clamped, never applied as asked
+    let res = c.bundle.join("resources.json");
+    std::fs::write(&res, r#"{"pids":{"limit":-1},"memory":{"limit":68719476736,"swap":-1},"devices":[{"allow":true,"access":"rwm"}]}"#).unwrap();
+    let log = c.bundle.join("update.log");
+    env.rloxsc(&[
+        "--log",
+        log.to_str().unwrap(),
+        "--log-format",
+        "json",
+        "update",
+        "--resources",
+        res.to_str().unwrap(),
+        &c.id,
+    ])
+    .expect_ok();
+    assert_eq!(cgroup_file(&c.id, "pids", "pids.max"), "4096");
+    assert_eq!(
+        cgroup_file(&c.id, "memory", "memory.limit_in_bytes"),
+        (16u64 << 30).to_string()
+    );
+    let memsw = format!(
+        "/sys/fs/cgroup/memory/rloxsc/{}/memory.memsw.limit_in_bytes",
+        c.id
+    );
+    if std::path::Path::new(&memsw).exists() {
+        assert_eq!(
+            read_trimmed(&memsw),
+            (16u64 << 30).to_string(),
+            "swap above memory"
+        );
+    }
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("limits.pids") && logged.contains("limits.memory"),
+        "clamps not logged: {logged}"
+    );
+    assert!(
+        logged.contains("devices.allowed"),
+        "ignored device rules not logged: {logged}"
+    );
+    // the device cgroup did not widen
+    let devices = read_trimmed(format!(
+        "/sys/fs/cgroup/devices/rloxsc/{}/devices.list",
+        c.id
+    ));
+    assert!(!devices.lines().any(|l| l.starts_with("a ")), "{devices}");
+}
+
+#[test]
+fn events_stats_prints_one_runc_envelope() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("events");
+    let c = env.start_container(&base_spec(LONG_LIVED));
+    let out = env.rloxsc(&["events", "--stats", &c.id]);
+    out.expect_ok();
+    let v: serde_json::Value =
+        serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["type"], "stats");
+    assert_eq!(v["id"], c.id.as_str());
+    assert!(
+        v["data"]["pids"]["current"].as_u64().unwrap_or(0) >= 1,
+        "{v}"
+    );
+    assert!(v["data"]["memory"].is_object(), "{v}");
+}
+
+#[test]
+fn events_reports_an_oom_kill() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("events-oom");
+    let mut spec = base_spec(LONG_LIVED);
+    spec["linux"]["resources"] = serde_json::json!({"memory": {"limit": 33554432}});
+    let c = env.start_container(&spec);
+    let mut child = env
+        .command(&rloxsc_bin(), &["events", "--interval", "1s", &c.id])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("events");
+    // a memory hog in the container: the kernel kills it inside the container's 32 MiB
+    let _ = env.rloxsc(&[
+        "exec",
+        &c.id,
+        "sh",
+        "-c",
+        "x=a; while true; do x=$x$x; done",
+    ]);
+    std::thread::sleep(Duration::from_millis(600));
+    env.rloxsc(&["kill", &c.id, "KILL"]).expect_ok();
+    let status = wait_child(&mut child, Duration::from_secs(10), "events");
+    let mut out = String::new();
+    use std::io::Read;
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert_eq!(
+        exit_code(status),
+        0,
+        "events should end when the container stops: {out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| serde_json::from_str::<serde_json::Value>(l)
+                .is_ok_and(|v| v["type"] == "oom" && v["id"] == c.id.as_str())),
+        "no oom event in:\n{out}"
+    );
+}
