@@ -455,6 +455,7 @@ fn create_options(a: &CreateArgs, detach: bool) -> Result<CreateOptions> {
         console_socket: a.console_socket.clone(),
         preserve_fds: a.preserve_fds,
         detach,
+        allocate_terminal: !detach,
     })
 }
 

@@ -20,4 +20,5 @@ pub mod logging;
 pub mod netns;
 pub mod policy;
 pub mod seccomp;
+pub mod tty;
 pub mod verify;

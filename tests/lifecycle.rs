@@ -517,3 +517,84 @@ fn console_socket_receives_the_pty_master_of_a_terminal_container() {
     );
     assert!(output.contains("/dev/pts/"), "no pts: {output:?}");
 }
+
+/// Runs rloxsc with its stdio on a new pty, types `input` into it, and returns (exit code, all output).
+fn on_a_pty(env: &TestEnv, args: &[&str], input: &[u8]) -> (i32, String) {
+    use std::io::{Read, Write};
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let slave = pty.slave.as_raw_fd();
+    let mut cmd = env.command(&rloxsc_bin(), args);
+    // SAFETY: dup'd copies of the slave for the child's stdio.
+    unsafe {
+        cmd.stdin(std::process::Stdio::from_raw_fd(libc::dup(slave)));
+        cmd.stdout(std::process::Stdio::from_raw_fd(libc::dup(slave)));
+        cmd.stderr(std::process::Stdio::from_raw_fd(libc::dup(slave)));
+    }
+    let mut child = cmd.spawn().expect("spawn rloxsc on a pty");
+    // the Command still holds its copies of the slave: drop them so the master sees EOF at the end
+    drop(cmd);
+    drop(pty.slave);
+    let mut master = std::fs::File::from(pty.master);
+    std::thread::sleep(Duration::from_millis(400));
+    master.write_all(input).unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&out).to_string()
+    });
+    let status = wait_child(&mut child, Duration::from_secs(15), "rloxsc on a pty");
+    (exit_code(status), reader.join().unwrap())
+}
+
+#[test]
+fn foreground_run_and_exec_with_a_terminal_get_one_from_rloxsc() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("tty");
+    let id = env.id();
+    let _g = env.guard(&id);
+    let mut spec = base_spec(&[
+        "sh",
+        "-c",
+        "[ -t 0 ] && echo STDIN-TTY; read x; echo got=$x; exit 5",
+    ]);
+    spec["process"]["terminal"] = Value::Bool(true);
+    let bundle = env.bundle(&spec);
+    let (code, out) = on_a_pty(
+        &env,
+        &["run", "--bundle", bundle.to_str().unwrap(), &id],
+        b"hello\r",
+    );
+    assert_eq!(code, 5, "{out}");
+    assert!(
+        out.contains("STDIN-TTY") && out.contains("got=hello"),
+        "{out:?}"
+    );
+
+    let c = env.start_container(&base_spec(LONG_LIVED));
+    let (code, out) = on_a_pty(
+        &env,
+        &[
+            "exec",
+            "-t",
+            &c.id,
+            "sh",
+            "-c",
+            "[ -t 1 ] && echo OUT-TTY; read y; echo y=$y",
+        ],
+        b"there\r",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("OUT-TTY") && out.contains("y=there"),
+        "{out:?}"
+    );
+}

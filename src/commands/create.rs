@@ -13,6 +13,7 @@ use super::Context;
 use crate::bundle::BundleMeta;
 use crate::executor::HardenedExecutor;
 use crate::harden::{harden, HostFacts};
+use crate::tty::ConsoleSocket;
 use crate::{container, facts, seccomp, verify};
 
 /// Options of `create` (and of `run`'s create half).
@@ -30,6 +31,9 @@ pub struct CreateOptions {
     pub preserve_fds: i32,
     /// Whether the caller detaches (create, run --detach) or waits for the container (run).
     pub detach: bool,
+    /// Whether rloxsc itself should provide the terminal when process.terminal is set and no
+    /// --console-socket was given (a foreground `run`).
+    pub allocate_terminal: bool,
 }
 
 /// Reads and parses the caller's config.json with a clear error for every kind of bad input.
@@ -52,6 +56,14 @@ pub fn load_caller_spec(bundle: &Path) -> Result<Spec> {
 /// Creates container `opts.id`. On success the container's init is waiting for `start`, contained and
 /// verified; on failure nothing is left behind.
 pub fn create(ctx: &Context, opts: &CreateOptions) -> Result<Container> {
+    create_with_console(ctx, opts).map(|(c, _)| c)
+}
+
+/// [`create`], also returning the console socket rloxsc listened on when it provides the terminal.
+pub fn create_with_console(
+    ctx: &Context,
+    opts: &CreateOptions,
+) -> Result<(Container, Option<ConsoleSocket>)> {
     container::validate_id(&opts.id)?;
     let t0 = std::time::Instant::now();
     let layout = &ctx.layout;
@@ -74,9 +86,20 @@ pub fn create(ctx: &Context, opts: &CreateOptions) -> Result<Container> {
         .as_ref()
         .and_then(|p| p.terminal())
         .unwrap_or(false);
-    if terminal && opts.console_socket.is_none() {
-        bail!("process.terminal is set but no --console-socket was given: rloxsc does not yet allocate a terminal itself; use --console-socket or set process.terminal to false");
-    }
+    let own_console = if terminal && opts.console_socket.is_none() {
+        if !opts.allocate_terminal {
+            bail!("process.terminal is set but no --console-socket was given: a detached container needs --console-socket (or set process.terminal to false)");
+        }
+        Some(ConsoleSocket::listen(
+            &layout.root().join(format!("console-{}.sock", opts.id)),
+        )?)
+    } else {
+        None
+    };
+    let console_path = opts
+        .console_socket
+        .clone()
+        .or_else(|| own_console.as_ref().map(|s| s.path().to_path_buf()));
 
     tracing::debug!(
         "create {}: spec read, facts gathered and hardened in {:?}",
@@ -112,14 +135,14 @@ pub fn create(ctx: &Context, opts: &CreateOptions) -> Result<Container> {
         .with_root_path(layout.containers())
         .and_then(|b| b.with_pid_file(None::<PathBuf>))
         .map(|b| {
-            b.with_console_socket(opts.console_socket.as_ref())
+            b.with_console_socket(console_path.as_ref())
                 .with_preserved_fds(opts.preserve_fds)
         })
         .and_then(|b| b.validate_id())
         .and_then(|b| {
             b.as_init(&private)
                 .with_systemd(false)
-                .with_detach(opts.detach)
+                .with_detach(opts.detach || console_path.is_some())
                 .build()
         });
     let mut container = match built {
@@ -154,7 +177,7 @@ pub fn create(ctx: &Context, opts: &CreateOptions) -> Result<Container> {
         }
     }
     tracing::debug!("create {}: verified at {:?}", opts.id, t0.elapsed());
-    Ok(container)
+    Ok((container, own_console))
 }
 
 /// Mechanics libcontainer does not do, then the outside verification.

@@ -211,9 +211,22 @@ pub fn exec(ctx: &Context, opts: &ExecOptions) -> Result<i32> {
         tracing::info!("container {} exec: {ch}", opts.id);
     }
     let terminal = process.terminal().unwrap_or(false);
-    if terminal && opts.console_socket.is_none() {
-        bail!("a terminal was asked for but no --console-socket was given: rloxsc does not yet allocate a terminal itself");
-    }
+    let own_console = if terminal && opts.console_socket.is_none() {
+        if opts.detach {
+            bail!("a terminal was asked for a detached process but no --console-socket was given");
+        }
+        Some(crate::tty::ConsoleSocket::listen(
+            &ctx.layout
+                .bundle_dir(&opts.id)
+                .join(format!("console-{}.sock", std::process::id())),
+        )?)
+    } else {
+        None
+    };
+    let console_path = opts
+        .console_socket
+        .clone()
+        .or_else(|| own_console.as_ref().map(|s| s.path().to_path_buf()));
     let process_file = ctx
         .layout
         .bundle_dir(&opts.id)
@@ -234,13 +247,13 @@ pub fn exec(ctx: &Context, opts: &ExecOptions) -> Result<i32> {
         .with_executor(executor)
         .with_root_path(ctx.layout.containers())
         .map(|b| {
-            b.with_console_socket(opts.console_socket.as_ref())
+            b.with_console_socket(console_path.as_ref())
                 .with_preserved_fds(opts.preserve_fds)
         })
         .and_then(|b| b.validate_id())
         .and_then(|b| {
             b.as_tenant()
-                .with_detach(opts.detach)
+                .with_detach(opts.detach || console_path.is_some())
                 .with_process(Some(&process_file))
                 .with_ignore_paused(opts.ignore_paused)
                 .with_sub_cgroup(sub_cgroup)
@@ -264,7 +277,20 @@ pub fn exec(ctx: &Context, opts: &ExecOptions) -> Result<i32> {
     if opts.detach {
         return Ok(0);
     }
-    super::run::forward_and_wait(pid)
+    let (_raw, output) = match &own_console {
+        Some(sock) => {
+            let m = sock.receive_master()?;
+            crate::tty::copy_window_size(&m);
+            (
+                Some(crate::tty::RawMode::enter()),
+                Some(crate::tty::proxy(m)?),
+            )
+        }
+        None => (None, None),
+    };
+    let code = super::run::forward_and_wait(pid);
+    super::run::finish_output(output);
+    code
 }
 
 /// Checks the exec'd process from outside while it lives: no_new_privs, seccomp filter mode, clamped

@@ -10,7 +10,7 @@ use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::Pid;
 
-use super::create::{cleanup_failed_create, create, CreateOptions};
+use super::create::{cleanup_failed_create, create_with_console, CreateOptions};
 use super::start::start_checked;
 use super::Context;
 
@@ -49,10 +49,20 @@ fn install_forwarding() -> Result<()> {
 pub fn run(ctx: &Context, opts: CreateOptions) -> Result<i32> {
     let id = opts.id.clone();
     let t0 = std::time::Instant::now();
-    let c = create(ctx, &opts)?;
+    let (c, console) = create_with_console(ctx, &opts)?;
     let pid = c
         .pid()
         .ok_or_else(|| anyhow!("container {id:?} has no init pid"))?;
+    let master = match &console {
+        Some(sock) => match sock.receive_master() {
+            Ok(m) => Some(m),
+            Err(e) => {
+                cleanup_failed_create(ctx, &id);
+                return Err(e.context("cannot set up the container's terminal"));
+            }
+        },
+        None => None,
+    };
     if !opts.detach {
         install_forwarding()?;
     }
@@ -65,13 +75,36 @@ pub fn run(ctx: &Context, opts: CreateOptions) -> Result<i32> {
         return Ok(0);
     }
     tracing::debug!("run {id}: started at {:?}", t0.elapsed());
+    let (_raw, output) = match master {
+        Some(m) => {
+            crate::tty::copy_window_size(&m);
+            let raw = crate::tty::RawMode::enter();
+            (Some(raw), Some(crate::tty::proxy(m)?))
+        }
+        None => (None, None),
+    };
     let code = wait_forwarding(pid);
+    finish_output(output);
     tracing::debug!("run {id}: container ended at {:?}", t0.elapsed());
     if let Err(e) = super::delete::delete(ctx, &id, true) {
         tracing::warn!("container {id}: cleanup after run failed: {e:#}");
     }
     tracing::debug!("run {id}: deleted at {:?}", t0.elapsed());
     code
+}
+
+/// Lets the terminal's output thread drain what the process wrote (bounded: a process left behind in
+/// the container may keep the terminal open).
+pub fn finish_output(output: Option<std::thread::JoinHandle<()>>) {
+    if let Some(h) = output {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+        while !h.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        if h.is_finished() {
+            let _ = h.join();
+        }
+    }
 }
 
 /// Forwards the usual signals to `pid` and waits for it; returns its exit status (128+N for signal N).

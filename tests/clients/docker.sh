@@ -1,0 +1,277 @@
+# shellcheck shell=bash
+# tests/clients/docker.sh - Docker (20.10, from Debian) scenarios through rloxsc.
+# rloxsc is registered in dockerd's daemon.json (`runtimes.rloxsc.path`) and chosen with
+# `--runtime=rloxsc`. Always --pull=never (no registry here) and --network=none (no bridge here).
+# Docker 20.10 gives a runtime registered by path the state root /var/run/docker/runtime-runc/moby.
+
+DOCKER_SCENARIOS="
+contrib-daemon-json d_contrib
+run-stdout d_run_stdout
+exit-status d_exit_status
+missing-binary d_missing_binary
+not-executable d_not_executable
+exec d_exec
+exec-tty d_exec_tty
+top d_top
+pause-unpause d_pause
+stop-rm d_stop_rm
+kill-signal d_kill_signal
+restart d_restart
+tty-run d_tty_run
+update-memory-pids d_update
+update-clamped d_update_clamped
+read-only d_read_only
+tmpfs d_tmpfs
+env-workdir d_env_workdir
+cp d_cp
+oom d_oom
+leaks-20-runs d_leaks
+hostile-network-host d_hostile_network_host
+hostile-seccomp-unconfined d_hostile_seccomp_unconfined
+hostile-all-caps d_hostile_all_caps
+hostile-privileged d_hostile_privileged
+hostile-pids-unlimited d_hostile_pids_unlimited
+hostile-device-fuse d_hostile_device_fuse
+hostile-device-kmsg d_hostile_device_kmsg
+hostile-memory-64g d_hostile_memory_64g
+escape-demo d_escape_demo
+escape-demo-careless d_escape_demo_careless
+"
+
+# docker run through rloxsc (add --rm / -d / flags after it)
+DRUN=("$D" run --pull=never --runtime=rloxsc)
+
+d_name() { echo "$NAME_PREFIX-$1-$$"; }
+
+# d_start NAME [FLAGS...]: a detached long-lived container ($PAYLOAD or RX_LONG); sets CID (full id)
+d_start() {
+    local n; n=$(d_name "$1"); shift
+    on_exit "$D" rm -f "$n"
+    ok "${DRUN[@]}" -d --network=none --name "$n" "$@" "$IMG_DOCKER" sh -c "${PAYLOAD:-$RX_LONG}"
+    CID=$OUT
+    [[ "$CID" =~ ^[0-9a-f]{64}$ ]] || fail "docker run -d printed no container id: $CID"
+    assert_eq "State.Running" true "$("$D" inspect -f '{{.State.Running}}' "$CID")"
+}
+
+d_run_stdout() {
+    ok "${DRUN[@]}" --rm --network=none "$IMG_DOCKER" sh -c 'echo hello-from-rloxsc; grep "^NoNewPrivs:" /proc/self/status'
+    assert_eq "stdout" "hello-from-rloxsc" "$(printf '%s\n' "$OUT" | head -n 1)"
+    # Docker itself never sets no_new_privs: 1 here shows rloxsc ran the container
+    assert_match "NoNewPrivs (rloxsc forces it)" '^NoNewPrivs:[[:space:]]+1$' "$OUT"
+}
+
+d_exit_status() {
+    run_cap "${DRUN[@]}" --rm --network=none "$IMG_DOCKER" sh -c 'exit 42'
+    assert_eq "exit status" 42 "$RC"
+}
+
+d_missing_binary() {
+    run_cap "${DRUN[@]}" --rm --network=none "$IMG_DOCKER" /rxci-no-such-binary
+    assert_eq "exit status" 127 "$RC"
+    assert_match "error names the binary" 'rxci-no-such-binary' "$ERR"
+}
+
+d_not_executable() {
+    run_cap "${DRUN[@]}" --rm --network=none "$IMG_DOCKER" /etc/passwd
+    assert_eq "exit status" 126 "$RC"
+    assert_match "error names the file" '/etc/passwd.*permission denied' "$ERR"
+}
+
+d_exec() {
+    d_start exec
+    ok "$D" exec "$CID" sh -c 'echo exec-ok; grep "^NoNewPrivs:" /proc/self/status; grep "^Seccomp:" /proc/self/status'
+    assert_eq "exec stdout" exec-ok "$(printf '%s\n' "$OUT" | head -n 1)"
+    assert_match "exec NoNewPrivs" '^NoNewPrivs:[[:space:]]+1$' "$OUT"
+    assert_match "exec Seccomp" '^Seccomp:[[:space:]]+2$' "$OUT"
+    run_cap "$D" exec "$CID" sh -c 'exit 7'
+    assert_eq "exec exit status" 7 "$RC"
+    # Docker 20.10 answers a failed exec with 126 whatever the cause (with runc too)
+    run_cap "$D" exec "$CID" /rxci-no-such-binary
+    assert_eq "exec of a missing binary: exit status" 126 "$RC"
+    assert_match "exec error names the binary" 'rxci-no-such-binary.*no such file or directory' "$OUT$ERR"
+}
+
+d_exec_tty() {
+    d_start exectty
+    ok "$D" exec -t "$CID" tty
+    assert_match "exec -t gets a terminal" '^/dev/pts/[0-9]+$' "$OUT"
+}
+
+d_top() {
+    d_start top
+    ok "$D" top "$CID"
+    assert_match "docker top lists the payload" 'sleep 1000' "$OUT"
+}
+
+d_pause() {
+    d_start pause
+    ok "$D" pause "$CID"
+    assert_eq "State.Status after pause" paused "$("$D" inspect -f '{{.State.Status}}' "$CID")"
+    assert_eq "freezer.state" FROZEN "$(cat "/sys/fs/cgroup/freezer/docker/$CID/freezer.state")"
+    ok "$D" unpause "$CID"
+    assert_eq "State.Status after unpause" running "$("$D" inspect -f '{{.State.Status}}' "$CID")"
+    assert_eq "freezer.state" THAWED "$(cat "/sys/fs/cgroup/freezer/docker/$CID/freezer.state")"
+    ok "$D" exec "$CID" echo alive
+}
+
+d_stop_rm() {
+    d_start stop
+    local t0=$SECONDS
+    ok "$D" stop -t 20 "$CID"
+    [ $((SECONDS - t0)) -lt 10 ] || fail "docker stop took $((SECONDS - t0)) s: SIGTERM did not reach the payload"
+    assert_eq "exit code after stop (TERM trapped)" 0 "$("$D" inspect -f '{{.State.ExitCode}}' "$CID")"
+    ok "$D" rm "$CID"
+    run_cap "$D" inspect "$CID"
+    [ "$RC" != 0 ] || fail "container still exists after docker rm"
+    [ ! -e "/sys/fs/cgroup/memory/docker/$CID" ] || fail "memory cgroup /docker/$CID left behind"
+    ! "$RLOXSC" --root /var/run/docker/runtime-runc/moby list -q | grep -qx "$CID" || fail "rloxsc state of $CID left behind"
+}
+
+d_kill_signal() {
+    PAYLOAD=$RX_SIGNALS d_start sig
+    sleep 0.3
+    ok "$D" kill -s USR1 "$CID"
+    wait_for 5 "$D" exec "$CID" grep -q got-usr1 /tmp/rxci-usr1 || fail "SIGUSR1 did not reach the payload"
+    assert_eq "State.Running after SIGUSR1" true "$("$D" inspect -f '{{.State.Running}}' "$CID")"
+}
+
+d_restart() {
+    d_start restart
+    local pid1 pid2
+    pid1=$("$D" inspect -f '{{.State.Pid}}' "$CID")
+    ok "$D" restart -t 10 "$CID"
+    pid2=$("$D" inspect -f '{{.State.Pid}}' "$CID")
+    assert_eq "State.Running after restart" true "$("$D" inspect -f '{{.State.Running}}' "$CID")"
+    [ "$pid1" != "$pid2" ] || fail "docker restart kept pid $pid1"
+    ok "$D" exec "$CID" sh -c 'grep "^NoNewPrivs:" /proc/1/status'
+    assert_match "restarted init still hardened" '^NoNewPrivs:[[:space:]]+1$' "$OUT"
+}
+
+d_tty_run() {
+    ok "${DRUN[@]}" --rm -t --network=none "$IMG_DOCKER" tty
+    assert_match "run -t gets a terminal" '^/dev/pts/[0-9]+$' "$OUT"
+}
+
+d_update() {
+    d_start update
+    # Docker 20.10 refuses `--memory` alone on a container started without a limit ("Memory limit
+    # should be smaller than already set memoryswap limit"), with runc too: give --memory-swap as well.
+    ok "$D" update --memory 64m --memory-swap 64m --pids-limit 50 "$CID"
+    assert_eq "memory.limit_in_bytes" 67108864 "$(cat "/sys/fs/cgroup/memory/docker/$CID/memory.limit_in_bytes")"
+    assert_eq "pids.max" 50 "$(cat "/sys/fs/cgroup/pids/docker/$CID/pids.max")"
+    ok "$D" exec "$CID" cat /sys/fs/cgroup/pids/pids.max
+    assert_eq "pids.max seen inside" 50 "$OUT"
+}
+
+d_update_clamped() {
+    d_start updclamp
+    ok "$D" update --pids-limit -1 "$CID"
+    assert_le "pids.max after --pids-limit -1" "$RX_PIDS_CEILING" "$(cat "/sys/fs/cgroup/pids/docker/$CID/pids.max")"
+    ok "$D" update --memory 64g --memory-swap 64g "$CID"
+    assert_le "memory.limit_in_bytes after --memory 64g" "$RX_MEMORY_CEILING" "$(cat "/sys/fs/cgroup/memory/docker/$CID/memory.limit_in_bytes")"
+}
+
+d_read_only() {
+    ok "${DRUN[@]}" --rm --network=none --read-only "$IMG_DOCKER" sh -c \
+        'if touch /rxci-probe 2>/dev/null; then echo root-writable; else echo root-ro; fi; echo x > /tmp/f && cat /tmp/f'
+    assert_eq "root" root-ro "$(printf '%s\n' "$OUT" | head -n 1)"
+    assert_eq "/tmp writable" x "$(printf '%s\n' "$OUT" | sed -n 2p)"
+}
+
+d_tmpfs() {
+    ok "${DRUN[@]}" --rm --network=none --tmpfs /run "$IMG_DOCKER" sh -c \
+        'echo in-run > /run/f && cat /run/f; grep " /run " /proc/self/mounts | cut -d" " -f3'
+    assert_eq "/run writable" in-run "$(printf '%s\n' "$OUT" | head -n 1)"
+    assert_eq "/run is a tmpfs" tmpfs "$(printf '%s\n' "$OUT" | tail -n 1)"
+}
+
+d_env_workdir() {
+    ok "${DRUN[@]}" --rm --network=none -e RXCI_FOO=bar -w /tmp "$IMG_DOCKER" sh -c 'echo "$RXCI_FOO"; pwd'
+    assert_eq "-e" bar "$(printf '%s\n' "$OUT" | head -n 1)"
+    assert_eq "-w" /tmp "$(printf '%s\n' "$OUT" | tail -n 1)"
+    # a workdir absent from the image: Docker creates it before calling the runtime
+    ok "${DRUN[@]}" --rm --network=none -w /rxci-newdir "$IMG_DOCKER" pwd
+    assert_eq "-w (new dir)" /rxci-newdir "$OUT"
+}
+
+d_cp() {
+    d_start cp
+    echo "rxci-data-$$" >"$W/cp-in.txt"
+    # into the container: the daemon writes the container's upper layer (the root is read-only inside)
+    ok "$D" cp "$W/cp-in.txt" "$CID:/etc/rxci-in.txt"
+    ok "$D" exec "$CID" cat /etc/rxci-in.txt
+    assert_eq "file copied in, seen inside" "rxci-data-$$" "$OUT"
+    # out of the container
+    ok "$D" cp "$CID:/etc/rxci-in.txt" "$W/cp-out.txt"
+    assert_eq "file copied out" "rxci-data-$$" "$(cat "$W/cp-out.txt")"
+    ok "$D" cp "$CID:/etc/passwd" "$W/cp-passwd"
+    assert_match "image file copied out" '^root:' "$(cat "$W/cp-passwd")"
+}
+
+d_oom() {
+    local n; n=$(d_name oom)
+    on_exit "$D" rm -f "$n"
+    run_cap "${DRUN[@]}" --name "$n" --network=none --memory 64m "$IMG_DOCKER" sh -c 'x=a; while true; do x=$x$x; done'
+    assert_eq "exit status" 137 "$RC"
+    assert_eq "OOMKilled ExitCode" "true 137" "$("$D" inspect -f '{{.State.OOMKilled}} {{.State.ExitCode}}' "$n")"
+}
+
+d_leaks() {
+    local i
+    rx_leak_snapshot docker | sort >"$W/leak-before.docker"
+    cat "$W/leak-before.docker" >&2
+    for i in $(seq 20); do
+        ok "${DRUN[@]}" --rm --network=none "$IMG_DOCKER" true
+    done
+    assert_no_leaks docker "$W/leak-before.docker"
+}
+
+# d_hostile FLAGS...: run the probe with hostile flags: hardened anyway, or refused by rloxsc
+d_hostile() {
+    local net=(--network=none)
+    [[ " $* " == *" --network="* ]] && net=()
+    run_cap "${DRUN[@]}" --rm "${net[@]}" "$@" "$IMG_DOCKER" sh -c "$RX_PROBE"
+    if [ "$RC" != 0 ]; then
+        rx_refused_by_rloxsc "$ERR" || fail "docker run $* failed ($RC) without rloxsc's refusal: $(rx_last_line "$ERR")"
+        rx_note "refused by rloxsc: $(rx_last_line "$ERR")"
+        return 0
+    fi
+    assert_hardened "$OUT"
+}
+
+d_hostile_network_host()      { d_hostile --network=host; }
+d_hostile_seccomp_unconfined() { d_hostile --security-opt seccomp=unconfined --security-opt apparmor=unconfined; }
+d_hostile_all_caps() {
+    # Docker 20.10 does not know BPF, PERFMON, CHECKPOINT_RESTORE ("unknown capability"): all the others
+    local c args=()
+    for c in $RX_ALL_CAPS; do
+        case $c in BPF|PERFMON|CHECKPOINT_RESTORE) continue ;; esac
+        args+=(--cap-add "$c")
+    done
+    d_hostile "${args[@]}"
+}
+d_hostile_privileged()        { d_hostile --privileged; }
+d_hostile_pids_unlimited()    { d_hostile --pids-limit -1; }
+d_hostile_device_fuse()       { d_hostile --device /dev/fuse; }
+d_hostile_device_kmsg()       { d_hostile --device /dev/kmsg; }
+d_hostile_memory_64g()        { d_hostile --memory 64g --memory-swap 64g; }
+
+d_escape_demo() {
+    rx_with_listener run_cap "${DRUN[@]}" --rm --network=none "$IMG_DOCKER" /bin/escape-demo
+    assert_escape_demo "$OUT"
+}
+
+# the careless caller: host network, every privilege, no seccomp, no pids limit
+d_escape_demo_careless() {
+    rx_with_listener run_cap "${DRUN[@]}" --rm --network=host --privileged --security-opt seccomp=unconfined \
+        --pids-limit -1 "$IMG_DOCKER" /bin/escape-demo
+    assert_escape_demo "$OUT"
+}
+
+# dockerd runs with contrib/docker/daemon.json (path substituted): the runtime is registered
+d_contrib() {
+    ok "$D" info --format '{{json .Runtimes}}'
+    assert_eq "runtime rloxsc registered at" "$RLOXSC" "$(printf '%s' "$OUT" | jq -r '.rloxsc.path')"
+    ok "$D" info --format '{{.CgroupDriver}}'
+    assert_eq "cgroup driver" cgroupfs "$OUT"
+}

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# tests/clients/run.sh [docker|podman|ctr|all]... - rloxsc driven by the real clients (as root).
+#
+# Installs what it needs from Debian's archive (docker.io, containerd, podman, conmon, runc, jq;
+# /usr/sbin/policy-rc.d first, so no daemon auto-starts), builds rloxsc and the demo bundle (`make
+# build bundles`), installs the binary as $RLOXSC (default /usr/local/sbin/rloxsc), starts containerd
+# and dockerd itself (no bridge, no iptables: contrib/docker/daemon.json) and stops them by pid at the
+# end, imports the bundle's rootfs as an image into each client, then runs every scenario of each
+# client through rloxsc. Prints a per-client pass table and `N passed, M failed[, K skipped]`; exits
+# non-zero if anything failed.
+#
+# Environment:
+#   RLOXSC_BIN=PATH        use this rloxsc binary instead of building (`make build bundles`)
+#   RLOXSC_NO_BUILD=1      do not run make; use target/release/rloxsc and bundles/demo/rootfs as they are
+#   RLOXSC_INSTALL=PATH    where the clients find rloxsc (default /usr/local/sbin/rloxsc; name must be rloxsc)
+#   RLOXSC_TEST_ROOTFS=DIR the image's root filesystem (default bundles/demo/rootfs)
+#   RLOXSC_ALLOW_SKIP=1    a scenario whose prerequisite is missing is skipped instead of failing
+#   RLOXSC_ONLY=REGEX      only scenarios whose name matches (development)
+#   RLOXSC_KEEP_WORKDIR=1  keep /tmp/rloxsc-clients-<pid> (logs of every scenario) at the end
+set -uo pipefail
+
+RX_T0=$(date +%s)
+export W=/tmp/rloxsc-clients-$$
+# shellcheck source=tests/clients/lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
+export RX_LIB RLOXSC W
+
+usage() { echo "usage: $0 [docker|podman|ctr|all]..." >&2; exit 2; }
+CLIENTS=()
+for a in "${@:-all}"; do
+    case $a in
+        all) CLIENTS+=(docker podman ctr) ;;
+        docker|podman|ctr) CLIENTS+=("$a") ;;
+        -h|--help) usage ;;
+        *) echo "unknown client: $a" >&2; usage ;;
+    esac
+done
+
+mkdir -p "$W/logs"
+: >"$W/results"
+: >"$W/started-daemons"
+RX_LISTENER_PID=
+
+cleanup() {
+    local rc=$? d ids
+    set +e
+    trap - EXIT INT TERM
+    echo
+    echo "== cleanup"
+    # containers this suite named (scenarios remove their own; this catches interrupted runs)
+    if [ -x "$D" ] && rx_docker_up; then
+        ids=$("$D" ps -aq --filter "name=^$NAME_PREFIX-" 2>/dev/null)
+        [ -z "$ids" ] || "$D" rm -f $ids >/dev/null 2>&1
+        "$D" image rm -f "$IMG_DOCKER" >/dev/null 2>&1
+    fi
+    if command -v podman >/dev/null && [ -n "${CONTAINERS_CONF:-}" ]; then
+        ids=$(podman ps -aq --filter "name=^$NAME_PREFIX-" 2>/dev/null)
+        [ -z "$ids" ] || podman rm -f -t 0 $ids >/dev/null 2>&1
+        podman image rm -f "$IMG_PODMAN" >/dev/null 2>&1
+    fi
+    if command -v ctr >/dev/null && rx_containerd_up; then
+        for d in $(ctr -n "$CTR_NS" container ls -q 2>/dev/null); do
+            ctr -n "$CTR_NS" task kill -s SIGKILL "$d" >/dev/null 2>&1
+            sleep 0.2
+            ctr -n "$CTR_NS" task rm -f "$d" >/dev/null 2>&1
+            ctr -n "$CTR_NS" container rm "$d" >/dev/null 2>&1
+        done
+        ctr -n "$CTR_NS" image rm "$IMG_CTR" >/dev/null 2>&1
+        ctr -n "$CTR_NS" content ls -q 2>/dev/null | xargs -r ctr -n "$CTR_NS" content rm >/dev/null 2>&1
+        ctr namespace rm "$CTR_NS" >/dev/null 2>&1
+    fi
+    # daemons we started, last started first
+    for d in $(tac "$W/started-daemons" 2>/dev/null); do
+        echo "stopping $d (pid $(cat "$W/$d.pid" 2>/dev/null))"
+        rx_stop_daemon "$d"
+    done
+    if [ "${RLOXSC_KEEP_WORKDIR:-0}" = 1 ]; then echo "work dir kept: $W"; else rm -rf "$W"; fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'echo "interrupted" >&2; exit 130' INT TERM
+
+# ------------------------------------------------------------------------------------------------
+echo "== preflight"
+[ "$(id -u)" = 0 ] || { echo "run.sh needs root: the clients and rloxsc create real containers" >&2; exit 1; }
+if [ ! -d /sys/fs/cgroup/memory ] || [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
+    echo "these scenarios read cgroup v1 files (/sys/fs/cgroup/<controller>/...): this host is not cgroup v1" >&2
+    exit 1
+fi
+
+PKGS=(jq python3 python3-yaml bsdutils)
+for c in "${CLIENTS[@]}"; do
+    case $c in
+        docker) PKGS+=(docker.io containerd runc) ;;
+        podman) PKGS+=(podman conmon runc) ;;
+        ctr) PKGS+=(containerd runc) ;;
+    esac
+done
+RX_SETUP_ERROR=
+rx_install_packages "${PKGS[@]}" || RX_SETUP_ERROR="apt-get install of ${PKGS[*]} failed (see above)"
+
+if [ -n "${RLOXSC_BIN:-}" ]; then
+    SRC_BIN=$RLOXSC_BIN
+elif [ "${RLOXSC_NO_BUILD:-0}" = 1 ]; then
+    SRC_BIN=$RX_REPO/target/release/rloxsc
+else
+    echo "make build bundles"
+    if ! make -C "$RX_REPO" --no-print-directory build bundles >"$W/make.log" 2>&1; then
+        tail -n 30 "$W/make.log" >&2
+        RX_SETUP_ERROR="make build bundles failed"
+    fi
+    SRC_BIN=$RX_REPO/target/release/rloxsc
+fi
+ROOTFS=${RLOXSC_TEST_ROOTFS:-$RX_REPO/bundles/demo/rootfs}
+if [ -z "$RX_SETUP_ERROR" ]; then
+    rx_install_rloxsc "$SRC_BIN" || RX_SETUP_ERROR="could not install $SRC_BIN as $RLOXSC"
+fi
+if [ -z "$RX_SETUP_ERROR" ]; then
+    for f in bin/busybox bin/sh bin/escape-demo bin/seccomp-probe; do
+        [ -e "$ROOTFS/$f" ] || RX_SETUP_ERROR="rootfs $ROOTFS has no /$f (make bundles)"
+    done
+fi
+[ -n "$RX_SETUP_ERROR" ] || rx_rootfs_tar "$ROOTFS" "$W/rootfs.tar" || RX_SETUP_ERROR="could not tar $ROOTFS"
+
+# ------------------------------------------------------------------------------------------------
+# per-client setup: prints the reason and returns 1 if the client cannot be used
+
+setup_docker() {
+    rx_ensure_containerd || { echo "containerd did not start"; return 1; }
+    rx_ensure_dockerd || { echo "dockerd did not start with the rloxsc runtime"; return 1; }
+    "$D" import -c 'CMD ["/bin/sh"]' "$W/rootfs.tar" "$IMG_DOCKER" >/dev/null || { echo "docker import failed"; return 1; }
+}
+
+setup_podman() {
+    rx_podman_conf || { echo "no usable contrib/podman/containers.conf"; return 1; }
+    podman import --change 'CMD ["/bin/sh"]' "$W/rootfs.tar" "$IMG_PODMAN" >"$W/podman-import.log" 2>&1 \
+        || { cat "$W/podman-import.log"; echo "podman import failed"; return 1; }
+}
+
+setup_ctr() {
+    rx_ensure_containerd || { echo "containerd did not start"; return 1; }
+    rx_mk_oci_archive "$ROOTFS" "$W/bbx-oci.tar" "$IMG_CTR" || { echo "could not build the OCI archive"; return 1; }
+    ctr -n "$CTR_NS" image import "$W/bbx-oci.tar" >"$W/ctr-import.log" 2>&1 \
+        || { cat "$W/ctr-import.log"; echo "ctr image import failed"; return 1; }
+}
+
+for client in "${CLIENTS[@]}"; do
+    echo
+    echo "== $client"
+    export RX_CLIENT=$client RX_SOURCES="$RX_DIR/$client.sh"
+    RX_PREREQ_MISSING=
+    if [ -n "$RX_SETUP_ERROR" ]; then
+        RX_PREREQ_MISSING=$RX_SETUP_ERROR
+    else
+        ts=$(date +%s)
+        # not in a subshell: setup exports what the scenarios need (CONTAINERS_CONF)
+        "setup_$client" >"$W/setup-$client.log" 2>&1 \
+            || RX_PREREQ_MISSING="$client setup: $(rx_last_line "$(cat "$W/setup-$client.log")")"
+        echo "  (setup $(( $(date +%s) - ts ))s)"
+    fi
+    export RX_PREREQ_MISSING
+    # shellcheck source=/dev/null
+    source "$RX_DIR/$client.sh"
+    list_var="$(echo "$client" | tr '[:lower:]' '[:upper:]')_SCENARIOS"
+    while read -r name fn; do
+        [ -n "$name" ] || continue
+        [[ "$name" =~ ${RLOXSC_ONLY:-.} ]] || continue
+        t "$name" "$fn"
+    done <<<"${!list_var}"
+done
+
+echo
+echo "== results ($(( $(date +%s) - RX_T0 ))s in all)"
+rx_summary
