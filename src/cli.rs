@@ -91,6 +91,12 @@ pub enum Command {
         /// Do not wait: print nothing and exit once the container runs.
         #[arg(short = 'd', long)]
         detach: bool,
+        /// Kill every process of the container after this wall time (e.g. 30s, 500ms); exit status 124.
+        #[arg(long)]
+        timeout: Option<String>,
+        /// Write the run's record (exit, status, times, peak memory, OOM, pids limit) as JSON here.
+        #[arg(long)]
+        record: Option<PathBuf>,
     },
     /// Print a container's state as JSON.
     State {
@@ -368,8 +374,20 @@ fn dispatch(cli: Cli) -> Result<i32> {
             commands::create::create(&ctx, &create_options(&a, true)?)?;
         }
         Command::Start { id } => commands::start::start(&ctx, &id)?,
-        Command::Run { create, detach } => {
-            return commands::run::run(&ctx, create_options(&create, detach)?)
+        Command::Run {
+            create,
+            detach,
+            timeout,
+            record,
+        } => {
+            let extra = commands::run::RunOptions {
+                timeout: timeout
+                    .as_deref()
+                    .map(commands::run::parse_duration)
+                    .transpose()?,
+                record,
+            };
+            return commands::run::run(&ctx, create_options(&create, detach)?, extra);
         }
         Command::State { id } => commands::state::state(&ctx, &id)?,
         Command::Kill { all, id, signal } => commands::kill::kill(&ctx, &id, &signal, all)?,

@@ -1,0 +1,237 @@
+//! Per-run records: how a container run ended, read from the kernel, never guessed.
+//!
+//! `rloxsc run --record FILE` writes one JSON object when the container ends: exit code or signal, a
+//! status (`ok`, `nonzero`, `signaled`, `oom_killed`, `timed_out`, `pids_limit_hit`), wall and CPU time,
+//! peak memory, whether the OOM killer or the pids limit struck (from the cgroup's own counters: v1
+//! `memory.oom_control` `oom_kill`, `pids.events` `max`; v2 `memory.events` `oom_kill`, `pids.events`),
+//! the limits in force and the tightenings rloxsc applied.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// What the container's cgroups say after its run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CgroupReadings {
+    /// `v1` or `v2`.
+    pub version: &'static str,
+    /// User CPU time, nanoseconds.
+    pub cpu_user_ns: u64,
+    /// System CPU time, nanoseconds.
+    pub cpu_system_ns: u64,
+    /// Peak memory usage, bytes.
+    pub peak_memory_bytes: u64,
+    /// Processes killed by the OOM killer inside the container's memory cgroup.
+    pub oom_kills: u64,
+    /// Times a fork failed because the pids limit was reached.
+    pub pids_limit_hits: u64,
+}
+
+fn read_u64(p: &Path) -> Option<u64> {
+    std::fs::read_to_string(p).ok()?.trim().parse().ok()
+}
+
+fn read_key(p: &Path, key: &str) -> Option<u64> {
+    std::fs::read_to_string(p)
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix(key).and_then(|v| v.trim().parse().ok()))
+}
+
+/// Reads the counters of the cgroup at `cgroups_path` (as in the spec: `/rloxsc/<id>`).
+pub fn read_cgroup(cgroups_path: &Path) -> CgroupReadings {
+    let rel: PathBuf = cgroups_path
+        .strip_prefix("/")
+        .unwrap_or(cgroups_path)
+        .to_path_buf();
+    let v1 = |c: &str| Path::new("/sys/fs/cgroup").join(c).join(&rel);
+    if v1("memory").exists() {
+        let cpu = v1("cpuacct");
+        return CgroupReadings {
+            version: "v1",
+            cpu_user_ns: read_u64(&cpu.join("cpuacct.usage_user")).unwrap_or(0),
+            cpu_system_ns: read_u64(&cpu.join("cpuacct.usage_sys")).unwrap_or(0),
+            peak_memory_bytes: read_u64(&v1("memory").join("memory.max_usage_in_bytes"))
+                .unwrap_or(0),
+            oom_kills: read_key(&v1("memory").join("memory.oom_control"), "oom_kill ").unwrap_or(0),
+            pids_limit_hits: read_key(&v1("pids").join("pids.events"), "max ").unwrap_or(0),
+        };
+    }
+    let d = Path::new("/sys/fs/cgroup").join(&rel);
+    CgroupReadings {
+        version: "v2",
+        cpu_user_ns: read_key(&d.join("cpu.stat"), "user_usec ").unwrap_or(0) * 1000,
+        cpu_system_ns: read_key(&d.join("cpu.stat"), "system_usec ").unwrap_or(0) * 1000,
+        peak_memory_bytes: read_u64(&d.join("memory.peak")).unwrap_or(0),
+        oom_kills: read_key(&d.join("memory.events"), "oom_kill ").unwrap_or(0),
+        pids_limit_hits: read_key(&d.join("pids.events"), "max ").unwrap_or(0),
+    }
+}
+
+/// How the container's init ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Exited with this code.
+    Exited(i32),
+    /// Killed by this signal.
+    Signaled(i32),
+}
+
+/// The record's status: a timeout rloxsc enforced first, then an OOM kill, then the pids limit, then
+/// the exit itself.
+pub fn status(ending: Ending, timed_out: bool, c: &CgroupReadings) -> &'static str {
+    if timed_out {
+        "timed_out"
+    } else if c.oom_kills > 0 {
+        "oom_killed"
+    } else if c.pids_limit_hits > 0 {
+        "pids_limit_hit"
+    } else {
+        match ending {
+            Ending::Exited(0) => "ok",
+            Ending::Exited(_) => "nonzero",
+            Ending::Signaled(_) => "signaled",
+        }
+    }
+}
+
+/// The limits a run had.
+#[derive(Debug, Clone, Serialize)]
+pub struct Limits {
+    /// pids.max.
+    pub pids: Option<i64>,
+    /// Memory limit, bytes.
+    pub memory_bytes: Option<i64>,
+    /// Wall-time limit, seconds (from --timeout).
+    pub timeout_s: Option<f64>,
+}
+
+/// One run's record.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRecord {
+    /// Container id.
+    pub id: String,
+    /// See [`status`].
+    pub status: &'static str,
+    /// Exit code, when the init exited.
+    pub exit_code: Option<i32>,
+    /// Signal number, when a signal ended the init.
+    pub signal: Option<i32>,
+    /// Wall time from create to the end, seconds.
+    pub wall_time_s: f64,
+    /// User CPU time of every process in the container, seconds.
+    pub user_cpu_s: f64,
+    /// System CPU time of every process in the container, seconds.
+    pub system_cpu_s: f64,
+    /// Peak memory of the container's cgroup, bytes.
+    pub peak_memory_bytes: u64,
+    /// Whether the OOM killer killed a process of the container.
+    pub oom_killed: bool,
+    /// How many processes the OOM killer killed.
+    pub oom_kills: u64,
+    /// Whether a fork failed on the pids limit.
+    pub pids_limit_hit: bool,
+    /// Whether rloxsc killed the container for exceeding --timeout.
+    pub timed_out: bool,
+    /// The limits in force.
+    pub limits: Limits,
+    /// The cgroup version the counters came from.
+    pub cgroup: &'static str,
+    /// Every tightening rloxsc applied to the caller's config.
+    pub tightenings: Vec<String>,
+}
+
+impl RunRecord {
+    /// Builds the record of a run.
+    pub fn new(
+        id: &str,
+        ending: Ending,
+        timed_out: bool,
+        wall_time_s: f64,
+        c: &CgroupReadings,
+        limits: Limits,
+        tightenings: Vec<String>,
+    ) -> Self {
+        RunRecord {
+            id: id.to_string(),
+            status: status(ending, timed_out, c),
+            exit_code: match ending {
+                Ending::Exited(c) => Some(c),
+                Ending::Signaled(_) => None,
+            },
+            signal: match ending {
+                Ending::Signaled(s) => Some(s),
+                Ending::Exited(_) => None,
+            },
+            wall_time_s,
+            user_cpu_s: c.cpu_user_ns as f64 / 1e9,
+            system_cpu_s: c.cpu_system_ns as f64 / 1e9,
+            peak_memory_bytes: c.peak_memory_bytes,
+            oom_killed: c.oom_kills > 0,
+            oom_kills: c.oom_kills,
+            pids_limit_hit: c.pids_limit_hits > 0,
+            timed_out,
+            limits,
+            cgroup: c.version,
+            tightenings,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn readings(oom: u64, pids: u64) -> CgroupReadings {
+        CgroupReadings {
+            version: "v1",
+            oom_kills: oom,
+            pids_limit_hits: pids,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn statuses() {
+        assert_eq!(status(Ending::Exited(0), false, &readings(0, 0)), "ok");
+        assert_eq!(status(Ending::Exited(3), false, &readings(0, 0)), "nonzero");
+        assert_eq!(
+            status(Ending::Signaled(15), false, &readings(0, 0)),
+            "signaled"
+        );
+        assert_eq!(
+            status(Ending::Signaled(9), false, &readings(1, 0)),
+            "oom_killed"
+        );
+        assert_eq!(
+            status(Ending::Exited(0), false, &readings(0, 7)),
+            "pids_limit_hit"
+        );
+        assert_eq!(
+            status(Ending::Signaled(9), true, &readings(1, 7)),
+            "timed_out"
+        );
+    }
+
+    #[test]
+    fn record_fields() {
+        let r = RunRecord::new(
+            "x",
+            Ending::Signaled(9),
+            false,
+            1.5,
+            &readings(2, 0),
+            Limits {
+                pids: Some(512),
+                memory_bytes: Some(1),
+                timeout_s: None,
+            },
+            vec![],
+        );
+        assert_eq!(r.signal, Some(9));
+        assert_eq!(r.exit_code, None);
+        assert!(r.oom_killed);
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["status"], "oom_killed");
+    }
+}
