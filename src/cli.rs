@@ -41,6 +41,9 @@ pub struct Cli {
     /// supported yet, so anything but `false`/`auto` is refused.
     #[arg(long, global = true, num_args = 0..=1, default_missing_value = "true")]
     pub rootless: Option<String>,
+    /// Policy file (default /etc/rloxsc/policy.toml, or $RLOXSC_POLICY).
+    #[arg(long, global = true)]
+    pub policy: Option<PathBuf>,
     /// Print version information.
     #[arg(short = 'v', long = "version")]
     pub version: bool,
@@ -139,6 +142,13 @@ pub enum Command {
     },
     /// Print the OCI features document.
     Features,
+    /// Show the effective policy, or check what rloxsc would do to a config.
+    Policy {
+        #[command(subcommand)]
+        action: PolicyAction,
+    },
+    /// Check the host for what rloxsc needs.
+    Doctor,
     /// Run a new process in a running container, with the init's containment.
     Exec(ExecArgs),
     /// List the processes of a container.
@@ -179,6 +189,18 @@ pub enum Command {
     Checkpoint(Unimplemented),
     /// Not supported.
     Restore(Unimplemented),
+}
+
+/// `policy` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum PolicyAction {
+    /// Print the effective policy.
+    Show,
+    /// Print what rloxsc would change in or refuse about a bundle or config.json (no root needed).
+    Check {
+        /// A bundle directory or a config.json.
+        path: PathBuf,
+    },
 }
 
 /// Arguments of `exec`, runc's flags.
@@ -354,9 +376,31 @@ pub fn main() -> i32 {
 }
 
 fn dispatch(cli: Cli) -> Result<i32> {
+    // an invalid or unreadable policy file refuses everything that starts or widens a container;
+    // inspecting and cleaning up existing containers stays possible
+    let (policy, policy_source) = match crate::policy_file::load(cli.policy.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            let widening = matches!(
+                cli.command,
+                Some(Command::Create(_))
+                    | Some(Command::Run { .. })
+                    | Some(Command::Exec(_))
+                    | Some(Command::Update(_))
+                    | Some(Command::Spec { .. })
+                    | Some(Command::Policy { .. })
+                    | Some(Command::Start { .. })
+            );
+            if widening {
+                return Err(e.context("refusing to run anything until the policy file is fixed"));
+            }
+            tracing::warn!("{e:#}; using the built-in policy for this cleanup verb");
+            (Policy::default(), None)
+        }
+    };
     let ctx = Context {
         layout: Layout::new(&cli.root),
-        policy: Policy::default(),
+        policy,
         faults: Faults::from_env(),
     };
     if cli
@@ -395,6 +439,13 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::List { format, quiet } => commands::list::list(&ctx, format, quiet)?,
         Command::Spec { bundle } => commands::spec::spec(&ctx, &bundle)?,
         Command::Features => commands::features::features(&ctx)?,
+        Command::Policy {
+            action: PolicyAction::Show,
+        } => commands::policy::show(&ctx, policy_source.as_deref())?,
+        Command::Policy {
+            action: PolicyAction::Check { path },
+        } => return commands::policy::check(&ctx, &path),
+        Command::Doctor => return commands::doctor::doctor(),
         Command::Exec(a) => {
             if a.preserve_fds < 0 {
                 bail!("--preserve-fds must not be negative");

@@ -19,6 +19,7 @@ pub mod harden;
 pub mod logging;
 pub mod netns;
 pub mod policy;
+pub mod policy_file;
 pub mod record;
 pub mod seccomp;
 pub mod tty;

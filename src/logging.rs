@@ -195,6 +195,8 @@ impl Logger {
     /// Reports the command's final error: one line in the log file (the last error line, which clients
     /// show) and one on stderr.
     pub fn error(&self, msg: &str) {
+        // one line, always: clients read the last line
+        let msg = &msg.trim().replace('\n', "; ");
         if let Some(f) = &self.file {
             let mut f = f.clone();
             let _ = writeln!(f, "{}", format_line(self.format, "error", msg));

@@ -121,6 +121,10 @@ pub struct Policy {
     pub scratch_dirs: Vec<String>,
     /// Cgroup parent used when the caller gives no absolute `cgroupsPath`.
     pub cgroup_parent: String,
+    /// Syscalls allowed on top of rloxsc's allowlist (never one of the forbidden ones).
+    pub extra_syscalls: Vec<String>,
+    /// Where `delete` writes a run record for every container (off when `None`).
+    pub records_dir: Option<std::path::PathBuf>,
 }
 
 /// Capabilities that no policy can ever grant: each one is an escape or host-control primitive.
@@ -260,6 +264,8 @@ impl Default for Policy {
             writable_binds: true,
             scratch_dirs: vec!["/tmp".to_string()],
             cgroup_parent: "/rloxsc".to_string(),
+            extra_syscalls: Vec::new(),
+            records_dir: None,
         }
     }
 }

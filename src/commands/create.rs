@@ -38,7 +38,12 @@ pub struct CreateOptions {
 
 /// Reads and parses the caller's config.json with a clear error for every kind of bad input.
 pub fn load_caller_spec(bundle: &Path) -> Result<Spec> {
-    let path = bundle.join("config.json");
+    load_caller_spec_file(&bundle.join("config.json"))
+}
+
+/// [`load_caller_spec`] of a config file at any path.
+pub fn load_caller_spec_file(path: &Path) -> Result<Spec> {
+    let path = path.to_path_buf();
     let data = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
     if data.len() > 16 * 1024 * 1024 {
         bail!(

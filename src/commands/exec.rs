@@ -236,7 +236,7 @@ pub fn exec(ctx: &Context, opts: &ExecOptions) -> Result<i32> {
     let _remove = RemoveOnDrop(process_file.clone());
 
     let caller_seccomp = spec.linux().as_ref().and_then(|l| l.seccomp().clone());
-    let executor = HardenedExecutor::new(seccomp::precompiled(), ctx.faults.executor())
+    let executor = HardenedExecutor::new(seccomp::for_policy(&ctx.policy)?, ctx.faults.executor())
         .with_caller_seccomp(caller_seccomp);
     let sub_cgroup = opts.cgroup.as_ref().map(|s| {
         s.split_once(':')

@@ -6,12 +6,14 @@ use crate::policy::Policy;
 
 pub mod create;
 pub mod delete;
+pub mod doctor;
 pub mod events;
 pub mod exec;
 pub mod features;
 pub mod kill;
 pub mod list;
 pub mod pause;
+pub mod policy;
 pub mod ps;
 pub mod run;
 pub mod spec;

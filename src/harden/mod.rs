@@ -13,6 +13,7 @@ use oci_spec::runtime::{LinuxNamespaceType, Spec};
 
 use crate::policy::Policy;
 
+pub mod annotations;
 pub mod devices;
 pub mod filesystem;
 pub mod namespaces;
@@ -115,6 +116,7 @@ pub fn harden(
     let mut changes = Changes::default();
 
     validate_basics(&spec)?;
+    let policy = &annotations::tighten(policy, &spec, &mut changes);
     namespaces::harden_namespaces(&mut spec, policy, facts, &mut changes)?;
     filesystem::harden_root(&mut spec, facts, &mut changes)?;
     filesystem::harden_mounts(&mut spec, policy, facts, &mut changes)?;

@@ -46,6 +46,12 @@ fn resolve(name: &'static str, unknown: &mut Vec<String>) -> Option<ScmpSyscall>
 /// Compiles rloxsc's allowlist for the native architecture only: any other architecture (the i386
 /// `int 0x80` ABI, x32) kills the process; unlisted syscalls fail with EPERM.
 pub fn compile_filter() -> Result<CompiledFilter> {
+    compile_filter_with(&[])
+}
+
+/// [`compile_filter`] with extra syscalls allowed unconditionally (from the policy file, which refuses
+/// forbidden names before this is reached).
+pub fn compile_filter_with(extra: &[String]) -> Result<CompiledFilter> {
     if ScmpArch::native() != ScmpArch::X8664 {
         bail!(
             "rloxsc's seccomp allowlist is written for x86_64; this is {:?}",
@@ -66,6 +72,15 @@ pub fn compile_filter() -> Result<CompiledFilter> {
             ctx.add_rule(ScmpAction::Allow, sc)
                 .with_context(|| format!("seccomp: cannot allow {name}"))?;
         }
+    }
+    for name in extra {
+        if allowlist::NEVER_ALLOWED.contains(&name.as_str()) {
+            bail!("seccomp: {name} can never be allowed");
+        }
+        let sc = ScmpSyscall::from_name(name)
+            .map_err(|_| anyhow::anyhow!("seccomp: unknown syscall {name}"))?;
+        ctx.add_rule(ScmpAction::Allow, sc)
+            .with_context(|| format!("seccomp: cannot allow {name}"))?;
     }
     for rule in allowlist::CONDITIONAL {
         if let Some(sc) = resolve(rule.name, &mut unknown) {

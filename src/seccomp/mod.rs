@@ -6,12 +6,25 @@ pub mod allowlist;
 pub mod compile;
 pub mod install;
 
-pub use compile::{compile_filter, CompiledFilter};
+pub use compile::{compile_filter, compile_filter_with, CompiledFilter};
 
 /// rloxsc's filter as compiled by `build.rs` at build time.
 static PRECOMPILED_BPF: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/rloxsc-seccomp.bpf"));
 static PRECOMPILED_UNKNOWN: &str =
     include_str!(concat!(env!("OUT_DIR"), "/rloxsc-seccomp-unknown.txt"));
+
+/// The filter for a container under `policy`: the build-time program, or, when the policy allows extra
+/// syscalls, a fresh compilation with them (logged at every use).
+pub fn for_policy(policy: &crate::policy::Policy) -> anyhow::Result<CompiledFilter> {
+    if policy.extra_syscalls.is_empty() {
+        return Ok(precompiled());
+    }
+    tracing::info!(
+        "seccomp: the policy allows extra syscalls {} (policy key seccomp.extra_syscalls)",
+        policy.extra_syscalls.join(", ")
+    );
+    compile_filter_with(&policy.extra_syscalls)
+}
 
 /// The filter compiled at build time (no libseccomp work at run time).
 pub fn precompiled() -> CompiledFilter {

@@ -1,0 +1,63 @@
+//! `policy show` and `policy check PATH`: what the policy is, and what rloxsc would do to a bundle or a
+//! config.json, without root and without creating anything.
+
+use std::path::Path;
+
+use anyhow::{anyhow, Result};
+
+use super::Context;
+use crate::harden::{harden, HostFacts};
+
+/// Prints the effective policy as a policy file.
+pub fn show(ctx: &Context, source: Option<&Path>) -> Result<()> {
+    print!("{}", crate::policy_file::render(&ctx.policy, source));
+    Ok(())
+}
+
+/// Prints what rloxsc would change in, or refuse about, the config at `path` (a bundle directory or a
+/// config.json). Returns 0 when it would run it, 1 when it would refuse.
+pub fn check(ctx: &Context, path: &Path) -> Result<i32> {
+    let (bundle, config) = if path.is_dir() {
+        (path.to_path_buf(), path.join("config.json"))
+    } else {
+        (
+            path.parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| ".".into()),
+            path.to_path_buf(),
+        )
+    };
+    let spec = super::create::load_caller_spec_file(&config)?;
+    let facts = match crate::facts::gather(&spec, &bundle, ctx.layout.root()) {
+        Ok(f) => f,
+        Err(e) => {
+            println!("refuse: {e:#}");
+            return Ok(1);
+        }
+    };
+    check_with_facts(ctx, &spec, &facts)
+}
+
+fn check_with_facts(
+    ctx: &Context,
+    spec: &oci_spec::runtime::Spec,
+    facts: &HostFacts,
+) -> Result<i32> {
+    match harden(spec, "policy-check", &ctx.policy, facts) {
+        Ok(h) => {
+            for c in &h.changes {
+                println!("change: {c}");
+            }
+            println!(
+                "verdict: rloxsc would run this container with {} change(s)",
+                h.changes.len()
+            );
+            Ok(0)
+        }
+        Err(r) => {
+            println!("refuse: {r}");
+            Ok(1)
+        }
+    }
+    .map_err(|e: anyhow::Error| anyhow!(e))
+}

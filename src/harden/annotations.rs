@@ -1,0 +1,134 @@
+//! Step 0: per-container annotations (`run.rloxsc.*`) may tighten the policy for that container, never
+//! loosen it: `run.rloxsc.pids`, `run.rloxsc.memory` (bytes or with K/M/G), `run.rloxsc.nofile` lower
+//! the default and the ceiling; `run.rloxsc.network=loopback-only` and `run.rloxsc.writable_binds=false`
+//! switch the relaxations off. Anything else is ignored, with a logged change.
+
+use oci_spec::runtime::Spec;
+
+use super::Changes;
+use crate::policy::{keys, Limit, NetworkMode, Policy};
+
+/// The annotation prefix.
+pub const PREFIX: &str = "run.rloxsc.";
+
+fn size(v: &str) -> Option<u64> {
+    let t = v.trim();
+    let (d, m) = match t.chars().last()?.to_ascii_uppercase() {
+        'K' => (&t[..t.len() - 1], 1u64 << 10),
+        'M' => (&t[..t.len() - 1], 1 << 20),
+        'G' => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    d.parse::<u64>().ok()?.checked_mul(m)
+}
+
+fn lower(l: Limit, v: u64) -> Limit {
+    Limit {
+        default: l.default.min(v),
+        ceiling: l.ceiling.min(v),
+    }
+}
+
+/// The policy for this container: `policy` tightened by the spec's `run.rloxsc.*` annotations.
+pub fn tighten(policy: &Policy, spec: &Spec, changes: &mut Changes) -> Policy {
+    let mut p = policy.clone();
+    let Some(ann) = spec.annotations() else {
+        return p;
+    };
+    let mut keys_sorted: Vec<&String> = ann.keys().filter(|k| k.starts_with(PREFIX)).collect();
+    keys_sorted.sort();
+    for k in keys_sorted {
+        let v = &ann[k];
+        let name = &k[PREFIX.len()..];
+        let applied = match name {
+            "pids" => v.trim().parse::<u64>().ok().filter(|&n| n > 0).map(|n| {
+                p.pids = lower(p.pids, n);
+                keys::PIDS
+            }),
+            "memory" => size(v).filter(|&n| n > 0).map(|n| {
+                p.memory_bytes = lower(p.memory_bytes, n);
+                keys::MEMORY
+            }),
+            "nofile" => v.trim().parse::<u64>().ok().filter(|&n| n > 0).map(|n| {
+                p.nofile = lower(p.nofile, n);
+                keys::NOFILE
+            }),
+            "network" if v == "loopback-only" => {
+                p.network = NetworkMode::LoopbackOnly;
+                Some(keys::NETWORK_MODE)
+            }
+            "writable_binds" if v == "false" => {
+                p.writable_binds = false;
+                Some(keys::WRITABLE_BINDS)
+            }
+            _ => None,
+        };
+        match applied {
+            Some(key) => changes.push(
+                key,
+                format!("annotation {k}={v} tightens the policy for this container"),
+            ),
+            None => changes.push(
+                keys::CLI,
+                format!("annotation {k}={v} ignored: annotations can only tighten known limits"),
+            ),
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harden::testutil::careless_spec;
+
+    fn with(ann: &[(&str, &str)]) -> Spec {
+        let mut s = careless_spec();
+        s.set_annotations(Some(
+            ann.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ));
+        s
+    }
+
+    #[test]
+    fn annotations_tighten() {
+        let mut c = Changes::default();
+        let p = tighten(
+            &Policy::default(),
+            &with(&[("run.rloxsc.pids", "64"), ("run.rloxsc.memory", "128M")]),
+            &mut c,
+        );
+        assert_eq!(
+            p.pids,
+            Limit {
+                default: 64,
+                ceiling: 64
+            }
+        );
+        assert_eq!(p.memory_bytes.ceiling, 128 << 20);
+        assert_eq!(c.0.len(), 2);
+    }
+
+    #[test]
+    fn annotations_never_loosen() {
+        let mut c = Changes::default();
+        let p = tighten(
+            &Policy::default(),
+            &with(&[
+                ("run.rloxsc.pids", "100000"),
+                ("run.rloxsc.network", "host"),
+                ("run.rloxsc.seccomp", "off"),
+            ]),
+            &mut c,
+        );
+        assert_eq!(p.pids, Policy::default().pids);
+        assert_eq!(p.network, NetworkMode::LoopbackOnly);
+        assert!(
+            c.0.iter().filter(|c| c.what.contains("ignored")).count() == 2,
+            "{:?}",
+            c.0
+        );
+    }
+}

@@ -1,0 +1,383 @@
+//! The policy file (`/etc/rloxsc/policy.toml`, or `--policy PATH`, or `RLOXSC_POLICY`): every default
+//! and ceiling of the hardened default, adjustable only within hard bounds compiled into the binary.
+//! Nothing in it can give host namespaces, drop seccomp, make the root writable, or lift the pids or
+//! memory limits: such a file is invalid, and an invalid or unreadable file makes rloxsc refuse to run
+//! anything, naming the file and line.
+//!
+//! ```toml
+//! [limits]
+//! pids = { default = 512, ceiling = 4096 }
+//! memory = { default = "512M", ceiling = "16G" }
+//! nofile = { default = 1024, ceiling = 65536 }
+//! tmpfs = { default = "64M", ceiling = "1G" }
+//! [capabilities]
+//! allowed = ["CAP_CHOWN", "CAP_KILL"]
+//! [network]
+//! mode = "loopback-only"          # or "namespace": interfaces added by the caller's hooks (CNI)
+//! [mounts]
+//! writable_binds = true
+//! [seccomp]
+//! extra_syscalls = ["sethostname"] # allowed on top of rloxsc's allowlist, logged at every create
+//! [records]
+//! dir = "/var/lib/rloxsc/records"
+//! [cgroups]
+//! parent = "/rloxsc"
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Result};
+use oci_spec::runtime::Capability;
+use serde::Deserialize;
+
+use crate::policy::{Limit, NetworkMode, Policy, FORBIDDEN_CAPABILITIES};
+
+/// The default policy file location.
+pub const DEFAULT_PATH: &str = "/etc/rloxsc/policy.toml";
+
+/// Hard bounds no policy file can exceed.
+pub mod bounds {
+    /// Highest pids ceiling a policy may set.
+    pub const PIDS_MAX: u64 = 65536;
+    /// Highest memory ceiling a policy may set (bytes).
+    pub const MEMORY_MAX: u64 = 256 << 30;
+    /// Lowest memory limit that still lets a process start (bytes).
+    pub const MEMORY_MIN: u64 = 4 << 20;
+    /// Highest RLIMIT_NOFILE a policy may set.
+    pub const NOFILE_MAX: u64 = 1 << 20;
+    /// Highest tmpfs size a policy may set (bytes).
+    pub const TMPFS_MAX: u64 = 64 << 30;
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Num {
+    Int(u64),
+    Text(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitFile {
+    default: Option<Num>,
+    ceiling: Option<Num>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsSection {
+    pids: Option<LimitFile>,
+    memory: Option<LimitFile>,
+    nofile: Option<LimitFile>,
+    tmpfs: Option<LimitFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CapsSection {
+    allowed: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NetworkSection {
+    mode: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MountsSection {
+    writable_binds: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SeccompSection {
+    extra_syscalls: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordsSection {
+    dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CgroupsSection {
+    parent: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    limits: Option<LimitsSection>,
+    capabilities: Option<CapsSection>,
+    network: Option<NetworkSection>,
+    mounts: Option<MountsSection>,
+    seccomp: Option<SeccompSection>,
+    records: Option<RecordsSection>,
+    cgroups: Option<CgroupsSection>,
+}
+
+/// Parses `512`, `"512M"`, `"16G"`, `"64k"` into a number (bytes for sizes).
+fn num(n: &Num) -> Result<u64> {
+    match n {
+        Num::Int(v) => Ok(*v),
+        Num::Text(s) => {
+            let t = s.trim();
+            let (digits, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+                Some('K') => (&t[..t.len() - 1], 1u64 << 10),
+                Some('M') => (&t[..t.len() - 1], 1 << 20),
+                Some('G') => (&t[..t.len() - 1], 1 << 30),
+                Some('T') => (&t[..t.len() - 1], 1 << 40),
+                _ => (t, 1),
+            };
+            digits
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .and_then(|v| v.checked_mul(mult))
+                .ok_or_else(|| anyhow!("{s:?} is not a number or size"))
+        }
+    }
+}
+
+fn limit(name: &str, f: &Option<LimitFile>, base: Limit, min: u64, max: u64) -> Result<Limit> {
+    let Some(f) = f else { return Ok(base) };
+    let ceiling = f
+        .ceiling
+        .as_ref()
+        .map(num)
+        .transpose()?
+        .unwrap_or(base.ceiling);
+    let default = f
+        .default
+        .as_ref()
+        .map(num)
+        .transpose()?
+        .unwrap_or(base.default.min(ceiling));
+    if ceiling == 0 || ceiling > max {
+        bail!("limits.{name}.ceiling {ceiling} is outside the hard bounds 1..={max} (unlimited is never allowed)");
+    }
+    if default < min || default > ceiling {
+        bail!("limits.{name}.default {default} must be between {min} and the ceiling {ceiling}");
+    }
+    Ok(Limit { default, ceiling })
+}
+
+/// Reads the line and column of a byte offset in `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rfind('\n').map(|i| offset - i).unwrap_or(offset + 1);
+    (line, col)
+}
+
+/// Parses policy file text into a [`Policy`] (pure; errors name the line where the parser can).
+pub fn parse(text: &str) -> Result<Policy> {
+    let file: PolicyFile = toml::from_str(text).map_err(|e| {
+        let at = e.span().map(|s| line_col(text, s.start));
+        match at {
+            Some((l, c)) => anyhow!("line {l}, column {c}: {}", e.message()),
+            None => anyhow!("{}", e.message()),
+        }
+    })?;
+    let mut p = Policy::default();
+    let base = Policy::default();
+    if let Some(l) = &file.limits {
+        p.pids = limit("pids", &l.pids, base.pids, 1, bounds::PIDS_MAX)?;
+        p.memory_bytes = limit(
+            "memory",
+            &l.memory,
+            base.memory_bytes,
+            bounds::MEMORY_MIN,
+            bounds::MEMORY_MAX,
+        )?;
+        p.nofile = limit("nofile", &l.nofile, base.nofile, 16, bounds::NOFILE_MAX)?;
+        p.tmpfs_bytes = limit(
+            "tmpfs",
+            &l.tmpfs,
+            base.tmpfs_bytes,
+            1 << 20,
+            bounds::TMPFS_MAX,
+        )?;
+    }
+    if let Some(c) = file.capabilities.as_ref().and_then(|c| c.allowed.as_ref()) {
+        let mut caps = Vec::new();
+        for name in c {
+            let up = name.trim().to_ascii_uppercase();
+            let cap: Capability = up
+                .strip_prefix("CAP_")
+                .unwrap_or(&up)
+                .parse()
+                .map_err(|_| anyhow!("capabilities.allowed: unknown capability {name:?}"))?;
+            if FORBIDDEN_CAPABILITIES.contains(&cap) {
+                bail!("capabilities.allowed: {name} can never be granted by rloxsc");
+            }
+            if !caps.contains(&cap) {
+                caps.push(cap);
+            }
+        }
+        p.capabilities = caps;
+    }
+    if let Some(m) = file.network.as_ref().and_then(|n| n.mode.as_deref()) {
+        p.network = match m {
+            "loopback-only" => NetworkMode::LoopbackOnly,
+            "namespace" => NetworkMode::Namespace,
+            "host" => bail!("network.mode \"host\" is not possible: every container gets its own network namespace"),
+            other => bail!("network.mode {other:?}: expected \"loopback-only\" or \"namespace\""),
+        };
+    }
+    if let Some(w) = file.mounts.as_ref().and_then(|m| m.writable_binds) {
+        p.writable_binds = w;
+    }
+    if let Some(extra) = file
+        .seccomp
+        .as_ref()
+        .and_then(|s| s.extra_syscalls.as_ref())
+    {
+        for name in extra {
+            if crate::seccomp::allowlist::NEVER_ALLOWED.contains(&name.as_str()) {
+                bail!("seccomp.extra_syscalls: {name} can never be allowed by rloxsc");
+            }
+            if libseccomp::ScmpSyscall::from_name(name).is_err() {
+                bail!("seccomp.extra_syscalls: unknown syscall {name:?}");
+            }
+        }
+        p.extra_syscalls = extra.clone();
+    }
+    if let Some(d) = file.records.as_ref().and_then(|r| r.dir.clone()) {
+        if !d.is_absolute() {
+            bail!("records.dir must be an absolute path");
+        }
+        p.records_dir = Some(d);
+    }
+    if let Some(parent) = file.cgroups.as_ref().and_then(|c| c.parent.clone()) {
+        if !parent.starts_with('/') || parent.split('/').any(|c| c == "..") || parent == "/" {
+            bail!("cgroups.parent must be an absolute cgroup path below the root, like /rloxsc");
+        }
+        p.cgroup_parent = parent.trim_end_matches('/').to_string();
+    }
+    Ok(p)
+}
+
+/// Where the policy comes from: `--policy`, then `RLOXSC_POLICY`, then the default path.
+pub fn locate(flag: Option<&Path>) -> (PathBuf, bool) {
+    if let Some(p) = flag {
+        return (p.to_path_buf(), true);
+    }
+    if let Some(p) = std::env::var_os("RLOXSC_POLICY").filter(|v| !v.is_empty()) {
+        return (PathBuf::from(p), true);
+    }
+    (PathBuf::from(DEFAULT_PATH), false)
+}
+
+/// Loads the policy: the built-in defaults when no file is named and the default file is absent; an
+/// error (naming the file and line) when the file cannot be read or is invalid.
+pub fn load(flag: Option<&Path>) -> Result<(Policy, Option<PathBuf>)> {
+    let (path, explicit) = locate(flag);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let p = parse(&text)
+                .map_err(|e| anyhow!("invalid policy file {}: {e:#}", path.display()))?;
+            Ok((p, Some(path)))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
+            Ok((Policy::default(), None))
+        }
+        Err(e) => Err(anyhow!("cannot read policy file {}: {e}", path.display())),
+    }
+}
+
+/// The policy as a policy file (for `rloxsc policy show`).
+pub fn render(p: &Policy, source: Option<&Path>) -> String {
+    let caps: Vec<String> = p
+        .capabilities
+        .iter()
+        .map(|c| format!("\"CAP_{c}\""))
+        .collect();
+    let extra: Vec<String> = p.extra_syscalls.iter().map(|s| format!("{s:?}")).collect();
+    let mut s = format!(
+        "# effective rloxsc policy ({})\n[limits]\npids = {{ default = {}, ceiling = {} }}\nmemory = {{ default = {}, ceiling = {} }}\nnofile = {{ default = {}, ceiling = {} }}\ntmpfs = {{ default = {}, ceiling = {} }}\n\n[capabilities]\nallowed = [{}]\n\n[network]\nmode = \"{}\"\n\n[mounts]\nwritable_binds = {}\n\n[seccomp]\nextra_syscalls = [{}]\n\n[cgroups]\nparent = \"{}\"\n",
+        source.map(|p| p.display().to_string()).unwrap_or_else(|| "built-in defaults".into()),
+        p.pids.default, p.pids.ceiling, p.memory_bytes.default, p.memory_bytes.ceiling, p.nofile.default, p.nofile.ceiling,
+        p.tmpfs_bytes.default, p.tmpfs_bytes.ceiling, caps.join(", "), p.network.as_str(), p.writable_binds, extra.join(", "), p.cgroup_parent,
+    );
+    if let Some(d) = &p.records_dir {
+        s.push_str(&format!(
+            "\n[records]\ndir = {:?}\n",
+            d.display().to_string()
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_is_the_default() {
+        assert_eq!(parse("").unwrap(), Policy::default());
+    }
+
+    #[test]
+    fn round_trip_of_the_rendered_policy() {
+        let p = parse("[limits]\npids = { default = 100, ceiling = 200 }\nmemory = { default = \"64M\", ceiling = \"1G\" }\n[network]\nmode = \"namespace\"\n[records]\ndir = \"/var/lib/rloxsc/records\"\n").unwrap();
+        assert_eq!(
+            p.pids,
+            Limit {
+                default: 100,
+                ceiling: 200
+            }
+        );
+        assert_eq!(p.memory_bytes.default, 64 << 20);
+        assert_eq!(p.network, NetworkMode::Namespace);
+        let again = parse(
+            render(&p, None)
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .as_str(),
+        )
+        .unwrap();
+        assert_eq!(again, p);
+    }
+
+    #[test]
+    fn out_of_bounds_and_forbidden_values_are_refused() {
+        for bad in [
+            "[limits]\npids = { ceiling = 0 }",
+            "[limits]\npids = { ceiling = 1000000 }",
+            "[limits]\nmemory = { ceiling = \"1T\" }",
+            "[limits]\npids = { default = 5000, ceiling = 4096 }",
+            "[capabilities]\nallowed = [\"CAP_SYS_ADMIN\"]",
+            "[network]\nmode = \"host\"",
+            "[seccomp]\nextra_syscalls = [\"mount\"]",
+            "[seccomp]\nextra_syscalls = [\"no_such_call\"]",
+            "[cgroups]\nparent = \"relative\"",
+            "[records]\ndir = \"relative\"",
+        ] {
+            assert!(parse(bad).is_err(), "{bad} should be refused");
+        }
+    }
+
+    #[test]
+    fn syntax_errors_and_unknown_keys_name_the_line() {
+        let e = parse("[limits]\n\npids = { default = }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 3"), "{e}");
+        let e = parse("[limits]\nprocs = 5\n").unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("procs"), "{e}");
+        let e = parse("[root]\nwritable = true\n").unwrap_err().to_string();
+        assert!(e.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn explicit_missing_file_is_an_error_default_missing_is_not() {
+        assert!(load(Some(Path::new("/nonexistent/policy.toml"))).is_err());
+    }
+}

@@ -1,0 +1,161 @@
+//! The policy file, `policy show|check`, annotations and `doctor`, through the binary.
+
+mod common;
+
+use common::*;
+
+fn write(env: &TestEnv, name: &str, text: &str) -> std::path::PathBuf {
+    let p = env.bundle(&base_spec(&["true"])).join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn policy_show_round_trips() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("pol-show");
+    let f = write(&env, "p.toml", "[limits]\npids = { default = 100, ceiling = 200 }\nmemory = { default = \"64M\", ceiling = \"1G\" }\n[network]\nmode = \"namespace\"\n");
+    let shown = env.rloxsc(&["--policy", f.to_str().unwrap(), "policy", "show"]);
+    shown.expect_ok();
+    let f2 = write(&env, "p2.toml", &shown.stdout);
+    let again = env.rloxsc(&["--policy", f2.to_str().unwrap(), "policy", "show"]);
+    again.expect_ok();
+    let body = |s: &str| {
+        s.lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(body(&shown.stdout), body(&again.stdout));
+    assert!(
+        shown
+            .stdout
+            .contains("pids = { default = 100, ceiling = 200 }"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn invalid_policy_refuses_to_run_anything_naming_file_and_line() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("pol-bad");
+    let bundle = env.bundle(&base_spec(&["true"]));
+    for (text, phrase) in [
+        ("[limits]\n\npids = { default = }\n", "line 3"),
+        (
+            "[limits]\npids = { ceiling = 0 }\n",
+            "unlimited is never allowed",
+        ),
+        (
+            "[capabilities]\nallowed = [\"CAP_SYS_ADMIN\"]\n",
+            "can never be granted",
+        ),
+        ("[network]\nmode = \"host\"\n", "own network namespace"),
+        (
+            "[seccomp]\nextra_syscalls = [\"mount\"]\n",
+            "can never be allowed",
+        ),
+    ] {
+        let f = bundle.join("policy.toml");
+        std::fs::write(&f, text).unwrap();
+        let id = env.id();
+        let out = env.rloxsc(&[
+            "--policy",
+            f.to_str().unwrap(),
+            "run",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            &id,
+        ]);
+        assert_error(&out, &[phrase, f.to_str().unwrap()]);
+        env.assert_nothing_left(&id, "run under an invalid policy");
+    }
+    let out = env.rloxsc(&[
+        "--policy",
+        "/nonexistent/policy.toml",
+        "run",
+        "--bundle",
+        bundle.to_str().unwrap(),
+        "x",
+    ]);
+    assert_error(&out, &["cannot read policy file"]);
+}
+
+#[test]
+fn policy_limits_and_annotations_apply() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("pol-limits");
+    let f = write(
+        &env,
+        "p.toml",
+        "[limits]\npids = { default = 64, ceiling = 128 }\n",
+    );
+    let read_pids = "cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max";
+    let bundle = env.bundle(&base_spec(&["sh", "-c", read_pids]));
+    let id = env.id();
+    let _g = env.guard(&id);
+    let out = env.rloxsc(&[
+        "--policy",
+        f.to_str().unwrap(),
+        "run",
+        "--bundle",
+        bundle.to_str().unwrap(),
+        &id,
+    ]);
+    out.expect_ok();
+    assert_eq!(out.stdout.trim(), "64", "{out}");
+
+    let mut spec = base_spec(&["sh", "-c", read_pids]);
+    spec["annotations"] =
+        serde_json::json!({"run.rloxsc.pids": "32", "run.rloxsc.network": "host"});
+    let bundle = env.bundle(&spec);
+    let id = env.id();
+    let _g2 = env.guard(&id);
+    let out = env.rloxsc(&["run", "--bundle", bundle.to_str().unwrap(), &id]);
+    out.expect_ok();
+    assert_eq!(out.stdout.trim(), "32", "annotation tightening: {out}");
+}
+
+#[test]
+fn policy_check_reports_changes_and_refusals_without_creating_anything() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("pol-check");
+    let out = env.rloxsc(&["policy", "check", careless_config_path().to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{out}");
+    assert!(
+        out.stdout.contains("change: ") && out.stdout.contains("capabilities.allowed"),
+        "{out}"
+    );
+    let mut spec = base_spec(&["true"]);
+    spec["mounts"] = serde_json::json!([{"destination": "/host", "type": "bind", "source": "/", "options": ["rbind"]}]);
+    let bundle = env.bundle(&spec);
+    let out = env.rloxsc(&["policy", "check", bundle.to_str().unwrap()]);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(
+        out.stdout.contains("refuse: ") && out.stdout.contains("mounts.sensitive_sources"),
+        "{out}"
+    );
+}
+
+#[test]
+fn doctor_finds_this_host_fit() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("doctor");
+    let out = env.rloxsc(&["doctor"]);
+    assert_eq!(out.code, 0, "{out}");
+    assert!(
+        out.stdout.contains("seccomp compiled into this binary"),
+        "{out}"
+    );
+    assert!(out.stdout.contains("cgroups: cgroup v"), "{out}");
+}
