@@ -95,6 +95,18 @@ pub fn status(ending: Ending, timed_out: bool, c: &CgroupReadings) -> &'static s
     }
 }
 
+/// The status when the exit is unknown (the client reaped the init): `oom_killed`, `pids_limit_hit`, or
+/// `exited`.
+pub fn status_without_exit(c: &CgroupReadings) -> &'static str {
+    if c.oom_kills > 0 {
+        "oom_killed"
+    } else if c.pids_limit_hits > 0 {
+        "pids_limit_hit"
+    } else {
+        "exited"
+    }
+}
+
 /// The limits a run had.
 #[derive(Debug, Clone, Serialize)]
 pub struct Limits {

@@ -159,3 +159,44 @@ fn doctor_finds_this_host_fit() {
     );
     assert!(out.stdout.contains("cgroups: cgroup v"), "{out}");
 }
+
+#[test]
+fn records_dir_gets_a_record_at_delete_for_client_driven_containers() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("pol-records");
+    let mut spec = base_spec(&["sh", "-c", "x=a; while true; do x=$x$x; done"]);
+    spec["linux"]["resources"] = serde_json::json!({"memory": {"limit": 33554432}});
+    let bundle = env.bundle(&spec);
+    let records = bundle.join("records");
+    let pol = bundle.join("p.toml");
+    std::fs::write(
+        &pol,
+        format!("[records]\ndir = \"{}\"\n", records.display()),
+    )
+    .unwrap();
+    let p = pol.to_str().unwrap();
+    let id = env.id();
+    let _g = env.guard(&id);
+    // as a client does: create, start, wait for the end, delete
+    env.rloxsc(&[
+        "--policy",
+        p,
+        "create",
+        "--bundle",
+        bundle.to_str().unwrap(),
+        &id,
+    ])
+    .expect_ok();
+    env.rloxsc(&["--policy", p, "start", &id]).expect_ok();
+    assert!(env.wait_for_status(&id, "stopped", std::time::Duration::from_secs(10)));
+    env.rloxsc(&["--policy", p, "delete", &id]).expect_ok();
+    let rec: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(records.join(format!("{id}.json"))).expect("record written"),
+    )
+    .unwrap();
+    assert_eq!(rec["status"], "oom_killed", "{rec}");
+    assert!(rec["exit_code"].is_null());
+    assert_eq!(rec["limits"]["memory_bytes"], 33554432);
+}

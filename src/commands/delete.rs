@@ -33,6 +33,14 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
             c.status().to_string().to_lowercase()
         );
     }
+    if let Some(dir) = &ctx.policy.records_dir {
+        if let Err(e) = write_delete_record(ctx, &c, dir) {
+            tracing::warn!(
+                "container {id}: cannot write its record in {}: {e:#}",
+                dir.display()
+            );
+        }
+    }
     c.delete(force).map_err(|e| {
         anyhow!(
             "cannot delete container {id:?}: {}",
@@ -40,6 +48,64 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
         )
     })?;
     ctx.layout.remove_bundle(id)?;
+    Ok(())
+}
+
+/// For containers started by a client (Docker, Podman, containerd), the record written at delete into
+/// the policy's records directory: the init was reaped by the client, so the exit code is unknown here
+/// (null); OOM kills, the pids limit, CPU time and peak memory come from the cgroup as for `run`.
+fn write_delete_record(ctx: &Context, c: &Container, dir: &std::path::Path) -> Result<()> {
+    use crate::record::{read_cgroup, status_without_exit, Limits};
+    let id = c.id();
+    let spec = ctx.layout.read_spec(id)?;
+    let cg = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.cgroups_path().clone())
+        .ok_or_else(|| anyhow!("no cgroup path"))?;
+    let readings = read_cgroup(&cg);
+    let wall = c
+        .created()
+        .map(|t| (chrono::Utc::now() - t).num_milliseconds() as f64 / 1000.0)
+        .unwrap_or(0.0);
+    let limits = Limits {
+        pids: crate::harden::resources::pids_limit(&spec),
+        memory_bytes: crate::harden::resources::memory_limit(&spec),
+        timeout_s: None,
+    };
+    let tightenings = ctx
+        .layout
+        .read_meta(id)
+        .map(|m| m.changes)
+        .unwrap_or_default();
+    let rec = serde_json::json!({
+        "id": id,
+        "status": status_without_exit(&readings),
+        "exit_code": null,
+        "signal": null,
+        "wall_time_s": wall,
+        "user_cpu_s": readings.cpu_user_ns as f64 / 1e9,
+        "system_cpu_s": readings.cpu_system_ns as f64 / 1e9,
+        "peak_memory_bytes": readings.peak_memory_bytes,
+        "oom_killed": readings.oom_kills > 0,
+        "oom_kills": readings.oom_kills,
+        "pids_limit_hit": readings.pids_limit_hits > 0,
+        "timed_out": false,
+        "limits": limits,
+        "cgroup": readings.version,
+        "tightenings": tightenings,
+    });
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(format!("{id}.json"));
+    std::fs::write(&path, serde_json::to_vec_pretty(&rec)?)?;
+    tracing::info!(
+        "container {id}: record {} status={} oom_kills={} pids_limit_hit={} peak_memory_bytes={}",
+        path.display(),
+        rec["status"],
+        readings.oom_kills,
+        readings.pids_limit_hits > 0,
+        readings.peak_memory_bytes
+    );
     Ok(())
 }
 
