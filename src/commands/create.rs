@@ -202,6 +202,8 @@ fn post_create_and_verify(
         })?
         .as_raw();
     deny_v1_default_devices(pid)?;
+    enforce_v2_no_swap(pid, spec)?;
+    deny_v2_default_devices(pid)?;
     let new_netns = spec
         .linux()
         .as_ref()
@@ -255,6 +257,77 @@ fn v1_cgroup_dir(pid: i32, controller: &str) -> Option<PathBuf> {
 
 fn v1_devices_list(pid: i32) -> Option<String> {
     std::fs::read_to_string(v1_cgroup_dir(pid, "devices")?.join("devices.list")).ok()
+}
+
+/// The container's cgroup v2 directory, from `/proc/<pid>/cgroup` (`0::/path`), on a pure v2 host.
+pub fn v2_cgroup_dir(pid: i32) -> Option<PathBuf> {
+    let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    if cg.lines().any(|l| !l.starts_with("0::")) {
+        return None; // v1 or hybrid: the v1 controllers hold the limits
+    }
+    let p = cg.lines().find_map(|l| l.strip_prefix("0::"))?;
+    Some(Path::new("/sys/fs/cgroup").join(p.trim_start_matches('/')))
+}
+
+/// On cgroup v2, memory+swap equal to the memory limit means `memory.swap.max` = 0; libcgroups 0.7
+/// computes that 0 and then skips writing it, leaving `max`. rloxsc writes it itself (verification
+/// then checks it).
+pub fn enforce_v2_no_swap(pid: i32, spec: &Spec) -> Result<()> {
+    let Some(dir) = v2_cgroup_dir(pid) else {
+        return Ok(());
+    };
+    let f = dir.join("memory.swap.max");
+    let mem = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.resources().as_ref())
+        .and_then(|r| r.memory().as_ref().copied());
+    let no_swap = mem.is_some_and(|m| m.limit().is_some() && m.swap() == m.limit());
+    if no_swap && f.exists() {
+        std::fs::write(&f, "0").with_context(|| {
+            format!(
+                "cannot write 0 to {} (policy key limits.memory)",
+                f.display()
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// On cgroup v2, libcgroups' device program also allows its defaults, among them `c 10:200 rwm`
+/// (/dev/net/tun), after the spec's deny-all. rloxsc attaches a second program to the container's
+/// cgroup that denies them; with BPF_F_ALLOW_MULTI every attached program must allow an access.
+pub fn deny_v2_default_devices(pid: i32) -> Result<()> {
+    use libcgroups::v2::devices::{bpf::prog, emulator::Emulator, program::Program};
+    use oci_spec::runtime::{LinuxDeviceCgroup, LinuxDeviceType};
+    use std::os::fd::AsRawFd;
+    let Some(dir) = v2_cgroup_dir(pid) else {
+        return Ok(());
+    };
+    let mut deny = LinuxDeviceCgroup::default();
+    deny.set_allow(false);
+    deny.set_typ(Some(LinuxDeviceType::C));
+    deny.set_major(Some(10));
+    deny.set_minor(Some(200));
+    deny.set_access(Some("rwm".into()));
+    let mut em = Emulator::with_default_allow(true);
+    em.add_rule(&deny);
+    let program = Program::from_rules(&em.rules, em.default_allow).map_err(|e| {
+        anyhow!("cannot build the v2 device program: {e} (policy key devices.allowed)")
+    })?;
+    let _ = prog::bump_memlock_rlimit(); // kernels >= 5.11 account BPF to the memory cgroup instead
+    let fd = prog::load("Apache", program.bytecodes()).map_err(|e| {
+        anyhow!("cannot load the v2 device program: {e} (policy key devices.allowed)")
+    })?;
+    // SAFETY: the fd was just returned by BPF_PROG_LOAD and is ours.
+    let prog_fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let cg = std::fs::File::open(&dir).with_context(|| format!("cannot open {}", dir.display()))?;
+    prog::attach(prog_fd.as_raw_fd(), cg.as_raw_fd()).map_err(|e| {
+        anyhow!(
+            "cannot attach the v2 device program to {}: {e} (policy key devices.allowed)",
+            dir.display()
+        )
+    })
 }
 
 /// libcontainer always appends `c 10:200 rwm` (/dev/net/tun) to a v1 device cgroup; take it back.

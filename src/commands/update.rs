@@ -156,6 +156,11 @@ pub fn update(ctx: &Context, id: &str, resources: Option<&str>, flags: &UpdateFl
     }
     ctx.layout.rewrite_spec(id, &spec)?;
 
+    if let Some(pid) = c.pid() {
+        super::create::enforce_v2_no_swap(pid.as_raw(), &spec)?;
+        // libcgroups replaces the device programs on every apply: put the extra deny back
+        super::create::deny_v2_default_devices(pid.as_raw())?;
+    }
     // read back what the kernel now enforces
     if let Some(pid) = c.pid() {
         if let Ok(cg) = std::fs::read_to_string(format!("/proc/{}/cgroup", pid.as_raw())) {
