@@ -219,7 +219,27 @@ fn persistent_readonly_copy(exe: &Path) -> Result<PathBuf> {
             target.display()
         );
     }
+    remove_stale_copies(&target);
     Ok(target)
+}
+
+/// Detaches and removes the sealed copies of other binary versions (processes still running from one
+/// keep it alive: the detach is lazy). Runs under the directory's lock.
+fn remove_stale_copies(keep: &Path) {
+    let Ok(rd) = std::fs::read_dir(SEALED_DIR) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        let is_copy = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("rloxsc-"));
+        if p != keep && is_copy {
+            let _ = nix::mount::umount2(&p, nix::mount::MntFlags::MNT_DETACH);
+            let _ = std::fs::remove_file(&p);
+        }
+    }
 }
 
 fn exec_args_env() -> Result<(Vec<CString>, Vec<CString>)> {

@@ -180,3 +180,59 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
+
+/// Creates the process's working directory inside the rootfs when the image lacks it, as runc does
+/// (before the root becomes read-only). Walks `cwd` one component at a time without following
+/// symlinks: at the first symlink it stops and leaves the path to the container's own chdir (which
+/// resolves inside the container's root), so a hostile image can never make rloxsc create a
+/// directory outside the rootfs.
+pub fn ensure_cwd(rootfs: &Path, cwd: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut cur = rootfs.to_path_buf();
+    for c in cwd.components() {
+        let Component::Normal(n) = c else { continue };
+        cur.push(n);
+        match std::fs::symlink_metadata(&cur) {
+            Ok(m) if m.file_type().is_symlink() => return Ok(()),
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => bail!(
+                "the working directory {} is not a directory in the image",
+                cwd.display()
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::DirBuilder::new()
+                    .mode(0o755)
+                    .create(&cur)
+                    .with_context(|| {
+                        format!(
+                            "cannot create the working directory {} in the image",
+                            cwd.display()
+                        )
+                    })?;
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot check {}", cur.display())),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod cwd_tests {
+    use super::*;
+
+    #[test]
+    fn creates_missing_cwd_but_never_through_a_symlink() {
+        let d = std::env::temp_dir().join(format!("rloxsc-cwd-{}", std::process::id()));
+        let outside =
+            std::env::temp_dir().join(format!("rloxsc-cwd-outside-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        ensure_cwd(&d, Path::new("/a/b")).unwrap();
+        assert!(d.join("a/b").is_dir());
+        std::os::unix::fs::symlink(&outside, d.join("link")).unwrap();
+        ensure_cwd(&d, Path::new("/link/x")).unwrap();
+        assert!(!outside.join("x").exists(), "created through a symlink");
+        std::fs::remove_dir_all(&d).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
+    }
+}

@@ -118,6 +118,51 @@ impl<'a> MakeWriter<'a> for SharedFile {
     }
 }
 
+/// Where error events are captured while libcontainer creates a container: its child processes report
+/// only a one-line summary to the parent ("failed to prepare rootfs"), but log the cause as error
+/// events first. The parent reads them back to tell the user why.
+static CAPTURE: Mutex<Option<File>> = Mutex::new(None);
+
+/// Starts capturing error events (from this process and the children it clones) into `path`.
+pub fn capture_errors_to(path: &Path) {
+    if let Ok(f) = OpenOptions::new().create(true).append(true).open(path) {
+        if let Ok(mut g) = CAPTURE.lock() {
+            *g = Some(f);
+        }
+    }
+}
+
+/// Stops capturing; returns the captured messages, oldest first.
+pub fn take_captured_errors(path: &Path) -> Vec<String> {
+    if let Ok(mut g) = CAPTURE.lock() {
+        *g = None;
+    }
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let _ = std::fs::remove_file(path);
+    text.lines()
+        .map(str::to_string)
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+struct CaptureLayer;
+
+impl<S: Subscriber> tracing_subscriber::Layer<S> for CaptureLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: tracing_subscriber::layer::Context<'_, S>) {
+        if *event.metadata().level() != Level::ERROR {
+            return;
+        }
+        let Ok(mut g) = CAPTURE.lock() else { return };
+        if let Some(f) = g.as_mut() {
+            let mut v = MessageVisitor::default();
+            event.record(&mut v);
+            let _ = writeln!(f, "{}{}", v.msg, v.fields)
+                .map(|_| ())
+                .map_err(|_| ());
+        }
+    }
+}
+
 /// The logging set up for one invocation.
 pub struct Logger {
     file: Option<SharedFile>,
@@ -160,7 +205,9 @@ impl Logger {
                     .event_format(RuncFormat(format))
                     .with_writer(f.clone());
                 tracing::subscriber::set_global_default(
-                    tracing_subscriber::registry().with(layer.with_filter_targets(targets)),
+                    tracing_subscriber::registry()
+                        .with(layer.with_filter_targets(targets))
+                        .with(CaptureLayer),
                 )
             }
             None => {
@@ -184,7 +231,9 @@ impl Logger {
                     .event_format(RuncFormat(LogFormat::Text))
                     .with_writer(std::io::stderr);
                 tracing::subscriber::set_global_default(
-                    tracing_subscriber::registry().with(layer.with_filter_targets(stderr_targets)),
+                    tracing_subscriber::registry()
+                        .with(layer.with_filter_targets(stderr_targets))
+                        .with(CaptureLayer),
                 )
             }
         };

@@ -86,6 +86,9 @@ pub fn create_with_console(
     }
     let mut spec = hardened.spec;
     ctx.faults.sabotage(&mut spec);
+    if let Some(p) = spec.process() {
+        facts::ensure_cwd(&host.rootfs, p.cwd())?;
+    }
     let terminal = spec
         .process()
         .as_ref()
@@ -135,6 +138,8 @@ pub fn create_with_console(
         t0.elapsed()
     );
 
+    let capture = private.join("create-errors.log");
+    crate::logging::capture_errors_to(&capture);
     let built = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
         .with_executor(HardenedExecutor::new(filter, ctx.faults.executor()))
         .with_root_path(layout.containers())
@@ -151,13 +156,18 @@ pub fn create_with_console(
                 .build()
         });
     let mut container = match built {
-        Ok(c) => c,
+        Ok(c) => {
+            let _ = crate::logging::take_captured_errors(&capture);
+            c
+        }
         Err(e) => {
+            let causes = crate::logging::take_captured_errors(&capture);
             cleanup_failed_create(ctx, &opts.id);
             return Err(anyhow!(
-                "cannot create container {:?}: {}",
+                "cannot create container {:?}: {}{}",
                 opts.id,
-                error_chain(&e)
+                error_chain(&e),
+                cause_suffix(&error_chain(&e), &causes)
             ));
         }
     };
@@ -361,6 +371,27 @@ fn write_pid_file(path: &Path, pid: i32) -> Result<()> {
     std::fs::write(&tmp, pid.to_string())
         .with_context(|| format!("cannot write pid file {}", path.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("cannot write pid file {}", path.display()))
+}
+
+/// The first captured error lines that say more than the summary (e.g. which mount failed and how),
+/// as " (cause: ...)", or nothing.
+pub fn cause_suffix(summary: &str, captured: &[String]) -> String {
+    let mut picked: Vec<&str> = Vec::new();
+    for l in captured {
+        let l = l.trim();
+        if l.is_empty() || summary.contains(l) || picked.iter().any(|p| p == &l) {
+            continue;
+        }
+        picked.push(l);
+        if picked.len() == 2 {
+            break;
+        }
+    }
+    if picked.is_empty() {
+        String::new()
+    } else {
+        format!(" (cause: {})", picked.join("; "))
+    }
 }
 
 /// Flattens an error and its sources into one line.

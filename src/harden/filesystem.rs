@@ -223,6 +223,12 @@ pub fn harden_mounts(
                 }
                 "tmpfs" => {
                     let mut what = Vec::new();
+                    // runc's tmpcopyup (copy the image's directory in) is not a mount(2) option and
+                    // libcontainer does not implement it: the tmpfs starts empty
+                    if o.iter().any(|x| x == "tmpcopyup") {
+                        o.retain(|x| x != "tmpcopyup");
+                        what.push("tmpcopyup dropped (the tmpfs starts empty)".to_string());
+                    }
                     if ensure_flag(&mut o, "nosuid", "suid") {
                         what.push("nosuid".to_string());
                     }
@@ -530,6 +536,21 @@ mod tests {
         };
         harden_mounts(&mut s, &p, &facts(), &mut Changes::default()).unwrap();
         assert!(opts(mount_at(&s, "/data").unwrap()).contains(&"ro".into()));
+    }
+
+    #[test]
+    fn tmpcopyup_is_dropped() {
+        let mut s = careless_spec();
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount(
+            "/run",
+            "tmpfs",
+            "tmpfs",
+            &["rw", "nosuid", "nodev", "tmpcopyup"],
+        ));
+        s.set_mounts(Some(ms));
+        run_mounts(&mut s).unwrap();
+        assert!(!opts(mount_at(&s, "/run").unwrap()).contains(&"tmpcopyup".into()));
     }
 
     #[test]
