@@ -10,7 +10,7 @@ DEMO := bundles/demo
 ROOT ?= /run/rloxsc
 DEMO_PORT := 47123
 
-.PHONY: all deps build build-fault bundles demo test unit-test integration-test test-v2 bench install uninstall fmt clean
+.PHONY: all deps build build-fault bundles demo test unit-test integration-test test-v2 test-clients bench install uninstall fmt clean
 
 all: build
 
@@ -47,11 +47,16 @@ integration-test: build build-fault bundles
 	$(CARGO) test --release --locked --no-fail-fast --tests -- --test-threads=2
 
 # Everything: unit tests, integration tests that start real containers on this host (needs root),
-# then the cgroup v2 suite in a throwaway QEMU guest.
+# the cgroup v2 suite in a throwaway QEMU guest, then Docker, Podman and ctr driving rloxsc.
 test: build build-fault bundles
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the integration tests create real containers" >&2; exit 1; }
 	$(CARGO) test --release --locked --no-fail-fast -- --test-threads=2
 	RLOXSC_BIN=$(BIN) bash tests/v2guest/run.sh
+	RLOXSC_NO_BUILD=1 bash tests/clients/run.sh all
+
+# The real clients alone (installs docker.io, containerd, podman from Debian's archive).
+test-clients: build bundles
+	RLOXSC_NO_BUILD=1 bash tests/clients/run.sh all
 
 # The cgroup v2 suite alone (a QEMU guest with pure cgroup v2; this host may be v1).
 test-v2: build bundles

@@ -20,6 +20,8 @@ kill-signal c_kill_signal
 tty-run c_tty_run
 read-only c_read_only
 tmpfs c_tmpfs
+bind-mount c_bind_mount
+cpu c_cpu
 env-workdir c_env_workdir
 workdir-absent c_workdir_absent
 oom c_oom
@@ -31,6 +33,12 @@ hostile-privileged c_hostile_privileged
 hostile-device-fuse c_hostile_device_fuse
 hostile-device-kmsg c_hostile_device_kmsg
 hostile-memory-64g c_hostile_memory_64g
+hostile-allow-new-privs c_hostile_allow_new_privs
+hostile-no-pivot c_hostile_no_pivot
+hostile-join-host-pidns c_hostile_join_host_pidns
+hostile-join-host-netns c_hostile_join_host_netns
+hostile-bind-host-root c_hostile_bind_root
+hostile-bind-containerd-sock c_hostile_bind_containerd_sock
 escape-demo c_escape_demo
 escape-demo-careless c_escape_demo_careless
 "
@@ -161,6 +169,17 @@ c_tmpfs() {
     assert_eq "mount type" tmpfs "$(printf '%s\n' "$OUT" | tail -n 1)"
 }
 
+c_bind_mount() {
+    mkdir -p "$W/cbind"
+    ok "${CRUN[@]}" --rm --mount "type=bind,src=$W/cbind,dst=/data,options=rbind:rw" "$IMG_CTR" "$(c_id bind)" sh -c "$RX_BIND_PAYLOAD"
+    assert_bind_works "$W/cbind" "$OUT"
+}
+
+c_cpu() {
+    c_start cpu --cpus 0.5
+    assert_eq "cpu.cfs_quota_us (--cpus 0.5)" 50000 "$(cat "/sys/fs/cgroup/cpu/$CTR_NS/$CID/cpu.cfs_quota_us")"
+}
+
 c_env_workdir() {
     ok "${CRUN[@]}" --rm --env RXCI_FOO=bar --cwd /tmp "$IMG_CTR" "$(c_id env)" sh -c 'echo "$RXCI_FOO"; pwd'
     assert_eq "--env" bar "$(printf '%s\n' "$OUT" | head -n 1)"
@@ -207,10 +226,17 @@ c_hostile() {
     on_exit c_remove "$CID"
     run_cap "${CRUN[@]}" -d "$@" "$IMG_CTR" "$CID" sh -c "($RX_PROBE) >/tmp/rxci-probe.out 2>&1; $RX_LONG"
     if [ "$RC" != 0 ]; then
-        rx_refused_by_rloxsc "$ERR" || fail "ctr run $* failed ($RC) without rloxsc's refusal: $(rx_last_line "$ERR")"
-        rx_note "refused by rloxsc: $(rx_last_line "$ERR")"
-        return 0
+        if rx_refused_by_rloxsc "$ERR"; then rx_note "refused by rloxsc: $(rx_last_line "$ERR")"; return 0; fi
+        # containerd fell back to plain runc, which our containerd cannot find: refused loudly
+        if printf '%s' "$ERR" | grep -q 'failed to look up the path of "runc"\|"runc": executable file not found'; then
+            rx_note "containerd bypassed rloxsc and its fallback to plain runc failed closed: $(rx_last_line "$ERR")"
+            return 0
+        fi
+        fail "ctr run $* failed ($RC) without rloxsc's refusal: $(rx_last_line "$ERR")"
     fi
+    # containerd drops BinaryName (and runs plain runc) when it fills task options itself
+    "$RLOXSC" --root "/run/containerd/runc/$CTR_NS" list -q | grep -qx "$CID" \
+        || fail "rloxsc never created $CID: containerd ran another runtime (options: $(cat "/run/containerd/io.containerd.runtime.v2.task/$CTR_NS/$CID/options.json" 2>/dev/null)); runc state: $(runc --root "/run/containerd/runc/$CTR_NS" list -q 2>/dev/null | tr '\n' ' ')"
     for i in $(seq 100); do
         run_cap "${CTR[@]}" task exec --exec-id "p$i" "$CID" cat /tmp/rxci-probe.out
         printf '%s\n' "$OUT" | grep -q '^probe-done$' && break
@@ -231,6 +257,23 @@ c_hostile_privileged()         { c_hostile priv --privileged; }
 c_hostile_device_fuse()        { c_hostile fuse --device /dev/fuse; }
 c_hostile_device_kmsg()        { c_hostile kmsg --device /dev/kmsg; }
 c_hostile_memory_64g()         { c_hostile mem --memory-limit 68719476736; }
+
+c_hostile_allow_new_privs()    { c_hostile nnp --allow-new-privs; }
+c_hostile_no_pivot()           { c_hostile nopivot --no-pivot; }
+c_hostile_join_host_pidns()    { c_hostile hostpid --with-ns "pid:/proc/$$/ns/pid"; }
+c_hostile_join_host_netns()    { c_hostile hostnet --with-ns "network:/proc/$$/ns/net"; }
+c_hostile_bind_root() {
+    local id; id=$(c_id bindroot)
+    on_exit c_remove "$id"
+    run_cap "${CRUN[@]}" --rm --mount type=bind,src=/,dst=/host,options=rbind:rw "$IMG_CTR" "$id" ls /host
+    assert_refused "--mount src=/,dst=/host"
+}
+c_hostile_bind_containerd_sock() {
+    local id; id=$(c_id bindsock)
+    on_exit c_remove "$id"
+    run_cap "${CRUN[@]}" --rm --mount type=bind,src=/run/containerd/containerd.sock,dst=/rxci.sock,options=rbind:rw "$IMG_CTR" "$id" ls -l /rxci.sock
+    assert_refused "--mount src=/run/containerd/containerd.sock"
+}
 
 c_escape_demo() {
     rx_with_listener run_cap "${CRUN[@]}" --rm "$IMG_CTR" "$(c_id demo)" /bin/escape-demo

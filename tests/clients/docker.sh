@@ -8,10 +8,14 @@ DOCKER_SCENARIOS="
 contrib-daemon-json d_contrib
 run-stdout d_run_stdout
 exit-status d_exit_status
+stdin d_stdin
+user d_user
 missing-binary d_missing_binary
 not-executable d_not_executable
 exec d_exec
 exec-tty d_exec_tty
+exec-user-env-workdir d_exec_options
+logs d_logs
 top d_top
 pause-unpause d_pause
 stop-rm d_stop_rm
@@ -20,10 +24,15 @@ restart d_restart
 tty-run d_tty_run
 update-memory-pids d_update
 update-clamped d_update_clamped
+cpu d_cpu
 read-only d_read_only
 tmpfs d_tmpfs
 env-workdir d_env_workdir
 cp d_cp
+bind-mount d_bind_mount
+named-volume d_named_volume
+init d_init
+join-container-namespaces d_join_namespaces
 oom d_oom
 leaks-20-runs d_leaks
 hostile-network-host d_hostile_network_host
@@ -34,6 +43,11 @@ hostile-pids-unlimited d_hostile_pids_unlimited
 hostile-device-fuse d_hostile_device_fuse
 hostile-device-kmsg d_hostile_device_kmsg
 hostile-memory-64g d_hostile_memory_64g
+hostile-host-namespaces d_hostile_host_namespaces
+hostile-ipc-host d_hostile_ipc_host
+hostile-systempaths d_hostile_systempaths
+hostile-bind-host-root d_hostile_bind_root
+hostile-bind-docker-sock d_hostile_bind_docker_sock
 escape-demo d_escape_demo
 escape-demo-careless d_escape_demo_careless
 "
@@ -75,6 +89,32 @@ d_not_executable() {
     run_cap "${DRUN[@]}" --rm --network=none "$IMG_DOCKER" /etc/passwd
     assert_eq "exit status" 126 "$RC"
     assert_match "error names the file" '/etc/passwd.*permission denied' "$ERR"
+}
+
+d_stdin() {
+    printf 'line-one\nline-two\n' >"$W/stdin.txt"
+    RX_STDIN="$W/stdin.txt" ok "${DRUN[@]}" --rm -i --network=none "$IMG_DOCKER" sh -c 'wc -l'
+    assert_eq "lines read from stdin (EOF reached)" 2 "$(echo $OUT)"
+}
+
+d_user() {
+    ok "${DRUN[@]}" --rm --network=none --user 1000:1000 "$IMG_DOCKER" sh -c 'id -u; id -g; grep "^CapEff:" /proc/self/status'
+    assert_eq "uid" 1000 "$(printf '%s\n' "$OUT" | sed -n 1p)"
+    assert_eq "gid" 1000 "$(printf '%s\n' "$OUT" | sed -n 2p)"
+    assert_match "no effective capabilities as uid 1000" '^CapEff:[[:space:]]+0+$' "$OUT"
+}
+
+d_exec_options() {
+    d_start execopt
+    ok "$D" exec -u 1000:1000 -w /tmp -e RXCI_X=y "$CID" sh -c 'id -u; pwd; echo "$RXCI_X"'
+    assert_eq "exec -u" 1000 "$(printf '%s\n' "$OUT" | sed -n 1p)"
+    assert_eq "exec -w" /tmp "$(printf '%s\n' "$OUT" | sed -n 2p)"
+    assert_eq "exec -e" y "$(printf '%s\n' "$OUT" | sed -n 3p)"
+}
+
+d_logs() {
+    PAYLOAD="echo to-the-log; $RX_LONG" d_start logs
+    wait_for 5 bash -c '"$1" logs "$2" 2>&1 | grep -q to-the-log' _ "$D" "$CID" || fail "docker logs: $("$D" logs "$CID" 2>&1 | head -c 300)"
 }
 
 d_exec() {
@@ -171,6 +211,13 @@ d_update_clamped() {
     assert_le "memory.limit_in_bytes after --memory 64g" "$RX_MEMORY_CEILING" "$(cat "/sys/fs/cgroup/memory/docker/$CID/memory.limit_in_bytes")"
 }
 
+d_cpu() {
+    d_start cpu --cpus 0.5
+    assert_eq "cpu.cfs_quota_us (--cpus 0.5)" 50000 "$(cat "/sys/fs/cgroup/cpu/docker/$CID/cpu.cfs_quota_us")"
+    ok "$D" update --cpus 1 "$CID"
+    assert_eq "cpu.cfs_quota_us after update --cpus 1" 100000 "$(cat "/sys/fs/cgroup/cpu/docker/$CID/cpu.cfs_quota_us")"
+}
+
 d_read_only() {
     ok "${DRUN[@]}" --rm --network=none --read-only "$IMG_DOCKER" sh -c \
         'if touch /rxci-probe 2>/dev/null; then echo root-writable; else echo root-ro; fi; echo x > /tmp/f && cat /tmp/f'
@@ -206,6 +253,37 @@ d_cp() {
     assert_eq "file copied out" "rxci-data-$$" "$(cat "$W/cp-out.txt")"
     ok "$D" cp "$CID:/etc/passwd" "$W/cp-passwd"
     assert_match "image file copied out" '^root:' "$(cat "$W/cp-passwd")"
+}
+
+d_bind_mount() {
+    mkdir -p "$W/dbind"
+    ok "${DRUN[@]}" --rm --network=none -v "$W/dbind:/data" "$IMG_DOCKER" sh -c "$RX_BIND_PAYLOAD"
+    assert_bind_works "$W/dbind" "$OUT"
+}
+
+d_named_volume() {
+    local v="$NAME_PREFIX-vol-$$"
+    on_exit "$D" volume rm -f "$v"
+    ok "${DRUN[@]}" --rm --network=none -v "$v:/data" "$IMG_DOCKER" sh -c 'echo in-volume > /data/f'
+    ok "${DRUN[@]}" --rm --network=none -v "$v:/data" "$IMG_DOCKER" cat /data/f
+    assert_eq "volume content kept across containers" in-volume "$OUT"
+}
+
+d_init() {
+    # Docker binds its docker-init (tini) into the container as pid 1
+    [ -x /usr/bin/docker-init ] || skip "no /usr/bin/docker-init (Debian package tini)"
+    ok "${DRUN[@]}" --rm --network=none --init "$IMG_DOCKER" sh -c 'cat /proc/1/comm; grep "^NoNewPrivs:" /proc/self/status'
+    assert_eq "pid 1" docker-init "$(printf '%s\n' "$OUT" | head -n 1)"
+    assert_match "still hardened" '^NoNewPrivs:[[:space:]]+1$' "$OUT"
+}
+
+d_join_namespaces() {
+    # --network/--pid/--ipc=container:ID: join another container's namespaces (not the host's)
+    d_start joinee --ipc=shareable
+    ok "${DRUN[@]}" --rm --network="container:$CID" --pid="container:$CID" --ipc="container:$CID" "$IMG_DOCKER" \
+        sh -c 'cat /proc/1/cmdline | tr "\0" " "; echo; ls /sys/class/net | tr "\n" " "'
+    assert_match "pid 1 is the other container's" '^sh -c trap' "$(printf '%s\n' "$OUT" | head -n 1)"
+    assert_eq "interfaces" "lo" "$(printf '%s\n' "$OUT" | tail -n 1 | sed 's/ *$//')"
 }
 
 d_oom() {
@@ -255,6 +333,19 @@ d_hostile_pids_unlimited()    { d_hostile --pids-limit -1; }
 d_hostile_device_fuse()       { d_hostile --device /dev/fuse; }
 d_hostile_device_kmsg()       { d_hostile --device /dev/kmsg; }
 d_hostile_memory_64g()        { d_hostile --memory 64g --memory-swap 64g; }
+
+d_hostile_host_namespaces()   { d_hostile --pid=host --uts=host --cgroupns=host; }
+# --ipc=host makes Docker bind the host's /dev/shm: hardened, or refused by rloxsc
+d_hostile_ipc_host()          { d_hostile --ipc=host; }
+d_hostile_systempaths()       { d_hostile --security-opt systempaths=unconfined; }
+d_hostile_bind_root() {
+    run_cap "${DRUN[@]}" --rm --network=none -v /:/host "$IMG_DOCKER" ls /host
+    assert_refused "-v /:/host"
+}
+d_hostile_bind_docker_sock() {
+    run_cap "${DRUN[@]}" --rm --network=none -v /var/run/docker.sock:/rxci.sock "$IMG_DOCKER" ls -l /rxci.sock
+    assert_refused "-v /var/run/docker.sock:/rxci.sock"
+}
 
 d_escape_demo() {
     rx_with_listener run_cap "${DRUN[@]}" --rm --network=none "$IMG_DOCKER" /bin/escape-demo

@@ -59,13 +59,13 @@ fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 # skip REASON: a prerequisite is missing (a failure unless RLOXSC_ALLOW_SKIP=1)
 skip() { printf 'SKIP: %s\n' "$*" >&2; exit 77; }
 
-# run_cap CMD...: run CMD with stdin from /dev/null; sets RC, OUT (stdout), ERR (stderr), both logged
+# run_cap CMD...: run CMD with stdin from $RX_STDIN (default /dev/null); sets RC, OUT (stdout), ERR (stderr), both logged
 run_cap() {
     local o e
     o=$(mktemp -p "$W" out.XXXXXX); e=$(mktemp -p "$W" err.XXXXXX)
     printf '+ %s\n' "$(rx_quote "$@")" >&2
     set +e
-    "$@" >"$o" 2>"$e" </dev/null
+    "$@" >"$o" 2>"$e" <"${RX_STDIN:-/dev/null}"
     RC=$?
     set -e
     OUT=$(tr -d '\r' <"$o"); ERR=$(tr -d '\r' <"$e")
@@ -239,13 +239,18 @@ rx_stop_daemon() {
 
 rx_containerd_up() { ctr version >/dev/null 2>&1; }
 
-# containerd: reuse a running one, else start ours with contrib/containerd/config.toml (path substituted)
+# containerd: reuse a running one, else start ours with contrib/containerd/config.toml (path substituted).
+# Ours gets a PATH holding only containerd's shims, no `runc`: where containerd drops BinaryName and
+# falls back to plain runc (ctr --no-pivot, CRI with user namespaces, `features`), the fallback then
+# fails loudly instead of running a container unhardened (contrib/README.md).
 rx_ensure_containerd() {
+    local f
     if rx_containerd_up; then rx_note "containerd: reusing the one already running"; return 0; fi
-    mkdir -p "$W/containerd"
+    mkdir -p "$W/containerd" "$W/containerd/path"
     sed "s#BinaryName = \"/usr/local/bin/rloxsc\"#BinaryName = \"$RLOXSC\"#" \
         "$RX_REPO/contrib/containerd/config.toml" >"$W/containerd/config.toml"
-    rx_start_daemon containerd /usr/bin/containerd --config "$W/containerd/config.toml"
+    for f in /usr/bin/containerd /usr/bin/containerd-shim*; do ln -sf "$f" "$W/containerd/path/"; done
+    rx_start_daemon containerd env PATH="$W/containerd/path" /usr/bin/containerd --config "$W/containerd/config.toml"
     wait_for 20 rx_containerd_up || { tail -n 20 "$W/containerd.log" >&2; return 1; }
 }
 
@@ -326,6 +331,8 @@ for d in /dev/fuse /dev/kmsg; do
   elif (exec 3<$d) 2>/dev/null; then echo "device $d: OPENABLE"
   else echo "device $d: present, open denied"; fi
 done
+for n in pid net ipc uts cgroup mnt; do echo "ns-$n: $(readlink /proc/self/ns/$n)"; done
+awk '\''$5 == "/" || $5 == "/proc/sys" || $5 == "/sys" || $5 ~ "^/sys/fs/cgroup" { print "mnt " $5 " " $6 }'\'' /proc/self/mountinfo
 echo "probe: $(/bin/seccomp-probe 2>&1 | tail -n 1)"
 echo "probe-done"
 '
@@ -366,10 +373,43 @@ assert_hardened() {
     assert_no_match "devices.list: fuse (10:229) or kmsg (1:11) allowed" '(^|;)c (10:229|1:11|10:\*|1:\*) [a-z]*[rw]' "$devs"
     assert_no_match "device nodes" 'OPENABLE' "$out"
     assert_match "seccomp-probe" '(^| )0 allowed' "$(rx_field "$out" probe)"
+    # namespaces: none is the host's (this shell's)
+    for n in pid net ipc uts cgroup mnt; do
+        v=$(rx_field "$out" "ns-$n")
+        [ -n "$v" ] || fail "namespace $n unreadable inside"
+        [ "$v" != "$(readlink "/proc/$$/ns/$n")" ] || fail "the container shares the host's $n namespace ($v)"
+    done
+    # read-only: the root, /proc/sys, /sys and every cgroupfs (the last mount on a path is the visible one)
+    local mp opts
+    for mp in / /proc/sys /sys; do
+        printf '%s\n' "$out" | grep -q "^mnt $mp " || fail "no mount at $mp inside"
+    done
+    while read -r mp; do
+        opts=$(printf '%s\n' "$out" | awk -v m="$mp" '$1 == "mnt" && $2 == m { o = $3 } END { print o }')
+        [[ ",$opts," == *,ro,* ]] || fail "$mp is mounted $opts inside, not read-only"
+    done < <(printf '%s\n' "$out" | awk '$1 == "mnt" { print $2 }' | sort -u)
 }
 
 # rx_refused_by_rloxsc TEXT: the client printed rloxsc's refusal (rloxsc names the policy key)
 rx_refused_by_rloxsc() { printf '%s\n' "$1" | grep -q 'policy key'; }
+
+# assert_refused WHAT: the last run_cap must have failed with rloxsc's refusal printed by the client
+assert_refused() {
+    [ "$RC" != 0 ] || fail "$1 was accepted: it must be refused"
+    rx_refused_by_rloxsc "$ERR$OUT" || fail "$1 failed ($RC) without rloxsc's refusal (policy key): $(rx_last_line "$ERR$OUT")"
+    rx_note "refused as expected: $(rx_last_line "$ERR$OUT")"
+}
+
+# assert_bind_works DIR TEXT: the payload wrote "rxci-bind" into DIR/f through a bind mount, and the
+# probe printed the mount's options
+assert_bind_works() {
+    assert_eq "file written through the bind mount, seen on the host" rxci-bind "$(cat "$1/f" 2>/dev/null)"
+    local opts; opts=$(printf '%s\n' "$2" | sed -n 's/^opts: //p')
+    [[ ",$opts," == *,nosuid,* && ",$opts," == *,nodev,* ]] || fail "bind mount options '$opts' lack nosuid,nodev"
+}
+# the payload for assert_bind_works (the bind is at /data)
+RX_BIND_PAYLOAD='echo rxci-bind > /data/f && echo "opts: $(awk '\''$5 == "/data" { o = $6 } END { print o }'\'' /proc/self/mountinfo)"'
+
 
 # ---------------------------------------------------------------------------------------------------
 # leaks: a snapshot of what containers of CLIENT leave on the host (compare before/after)

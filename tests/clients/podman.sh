@@ -9,10 +9,14 @@ PODMAN_SCENARIOS="
 contrib-containers-conf p_contrib
 run-stdout p_run_stdout
 exit-status p_exit_status
+stdin p_stdin
+user p_user
 missing-binary p_missing_binary
 not-executable p_not_executable
 exec p_exec
 exec-tty p_exec_tty
+exec-user-env-workdir p_exec_options
+logs p_logs
 top p_top
 pause-unpause p_pause
 stop-rm p_stop_rm
@@ -21,11 +25,15 @@ restart p_restart
 tty-run p_tty_run
 update-memory p_update
 update-clamped p_update_clamped
+cpu p_cpu
 pids-limit p_pids_limit
 read-only p_read_only
 tmpfs p_tmpfs
 env-workdir p_env_workdir
 cp p_cp
+bind-mount p_bind_mount
+named-volume p_named_volume
+join-container-namespaces p_join_namespaces
 oom p_oom
 leaks-20-runs p_leaks
 hostile-network-host p_hostile_network_host
@@ -36,6 +44,11 @@ hostile-pids-unlimited p_hostile_pids_unlimited
 hostile-device-fuse p_hostile_device_fuse
 hostile-device-kmsg p_hostile_device_kmsg
 hostile-memory-64g p_hostile_memory_64g
+hostile-host-namespaces p_hostile_host_namespaces
+hostile-ipc-host p_hostile_ipc_host
+hostile-unmask-all p_hostile_unmask
+hostile-bind-host-root p_hostile_bind_root
+hostile-bind-rloxsc-state p_hostile_bind_state
 escape-demo p_escape_demo
 escape-demo-careless p_escape_demo_careless
 "
@@ -74,6 +87,32 @@ p_not_executable() {
     run_cap "${PRUN[@]}" --rm --network=none "$IMG_PODMAN" /etc/passwd
     assert_eq "exit status" 126 "$RC"
     assert_match "error names the file" '/etc/passwd.*permission denied' "$ERR"
+}
+
+p_stdin() {
+    printf 'line-one\nline-two\n' >"$W/pstdin.txt"
+    RX_STDIN="$W/pstdin.txt" ok "${PRUN[@]}" --rm -i --network=none "$IMG_PODMAN" sh -c 'wc -l'
+    assert_eq "lines read from stdin (EOF reached)" 2 "$(echo $OUT)"
+}
+
+p_user() {
+    ok "${PRUN[@]}" --rm --network=none --user 1000:1000 "$IMG_PODMAN" sh -c 'id -u; id -g; grep "^CapEff:" /proc/self/status'
+    assert_eq "uid" 1000 "$(printf '%s\n' "$OUT" | sed -n 1p)"
+    assert_eq "gid" 1000 "$(printf '%s\n' "$OUT" | sed -n 2p)"
+    assert_match "no effective capabilities as uid 1000" '^CapEff:[[:space:]]+0+$' "$OUT"
+}
+
+p_exec_options() {
+    p_start execopt
+    ok podman exec -u 1000:1000 -w /tmp -e RXCI_X=y "$CID" sh -c 'id -u; pwd; echo "$RXCI_X"'
+    assert_eq "exec -u" 1000 "$(printf '%s\n' "$OUT" | sed -n 1p)"
+    assert_eq "exec -w" /tmp "$(printf '%s\n' "$OUT" | sed -n 2p)"
+    assert_eq "exec -e" y "$(printf '%s\n' "$OUT" | sed -n 3p)"
+}
+
+p_logs() {
+    PAYLOAD="echo to-the-log; $RX_LONG" p_start logs
+    wait_for 5 bash -c 'podman logs "$1" 2>&1 | grep -q to-the-log' _ "$CID" || fail "podman logs: $(podman logs "$CID" 2>&1 | head -c 300)"
 }
 
 p_exec() {
@@ -164,6 +203,13 @@ p_update_clamped() {
     assert_le "memory.limit_in_bytes after --memory 64g" "$RX_MEMORY_CEILING" "$(cat "/sys/fs/cgroup/memory/$(p_cg "$CID")/memory.limit_in_bytes")"
 }
 
+p_cpu() {
+    p_start cpu --cpus 0.5
+    assert_eq "cpu.cfs_quota_us (--cpus 0.5)" 50000 "$(cat "/sys/fs/cgroup/cpu/$(p_cg "$CID")/cpu.cfs_quota_us")"
+    ok podman update --cpus 1 "$CID"
+    assert_eq "cpu.cfs_quota_us after update --cpus 1" 100000 "$(cat "/sys/fs/cgroup/cpu/$(p_cg "$CID")/cpu.cfs_quota_us")"
+}
+
 p_pids_limit() {
     p_start pids --pids-limit 50
     assert_eq "pids.max" 50 "$(cat "/sys/fs/cgroup/pids/$(p_cg "$CID")/pids.max")"
@@ -205,6 +251,28 @@ p_cp() {
     assert_eq "file made inside, copied out" made-inside "$(cat "$W/pcp-made")"
     ok podman cp "$CID:/etc/passwd" "$W/pcp-passwd"
     assert_match "image file copied out" '^root:' "$(cat "$W/pcp-passwd")"
+}
+
+p_bind_mount() {
+    mkdir -p "$W/pbind"
+    ok "${PRUN[@]}" --rm --network=none -v "$W/pbind:/data" "$IMG_PODMAN" sh -c "$RX_BIND_PAYLOAD"
+    assert_bind_works "$W/pbind" "$OUT"
+}
+
+p_named_volume() {
+    local v="$NAME_PREFIX-vol-$$"
+    on_exit podman volume rm -f "$v"
+    ok "${PRUN[@]}" --rm --network=none -v "$v:/data" "$IMG_PODMAN" sh -c 'echo in-volume > /data/f'
+    ok "${PRUN[@]}" --rm --network=none -v "$v:/data" "$IMG_PODMAN" cat /data/f
+    assert_eq "volume content kept across containers" in-volume "$OUT"
+}
+
+p_join_namespaces() {
+    p_start joinee
+    ok "${PRUN[@]}" --rm --network="container:$CID" --pid="container:$CID" --ipc="container:$CID" "$IMG_PODMAN" \
+        sh -c 'cat /proc/1/cmdline | tr "\0" " "; echo; ls /sys/class/net | tr "\n" " "'
+    assert_match "pid 1 is the other container's" '^sh -c trap' "$(printf '%s\n' "$OUT" | head -n 1)"
+    assert_eq "interfaces" "lo" "$(printf '%s\n' "$OUT" | tail -n 1 | sed 's/ *$//')"
 }
 
 p_oom() {
@@ -257,6 +325,20 @@ p_hostile_pids_unlimited()     { p_hostile --pids-limit -1; }
 p_hostile_device_fuse()        { p_hostile --device /dev/fuse; }
 p_hostile_device_kmsg()        { p_hostile --device /dev/kmsg; }
 p_hostile_memory_64g()         { p_hostile --memory 64g; }
+
+p_hostile_host_namespaces()    { p_hostile --pid=host --uts=host --cgroupns=host; }
+p_hostile_ipc_host()           { p_hostile --ipc=host; }
+p_hostile_unmask()             { p_hostile --security-opt unmask=ALL; }
+p_hostile_bind_root() {
+    run_cap "${PRUN[@]}" --rm --network=none -v /:/host "$IMG_PODMAN" ls /host
+    assert_refused "-v /:/host"
+}
+p_hostile_bind_state() {
+    # rloxsc's own state directory (Podman calls rloxsc without --root: /run/rloxsc)
+    [ -d /run/rloxsc ] || skip "/run/rloxsc does not exist yet"
+    run_cap "${PRUN[@]}" --rm --network=none -v /run/rloxsc:/rxci-state "$IMG_PODMAN" ls /rxci-state
+    assert_refused "-v /run/rloxsc:/rxci-state"
+}
 
 p_escape_demo() {
     rx_with_listener run_cap "${PRUN[@]}" --rm --network=none "$IMG_PODMAN" /bin/escape-demo

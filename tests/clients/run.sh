@@ -41,10 +41,14 @@ mkdir -p "$W/logs"
 : >"$W/started-daemons"
 RX_LISTENER_PID=
 
+# cleanup: remove what the suite made, stop the daemons it started, remove the work dir.
+# Runs once: at the end of a normal run (before the summary), or from the EXIT trap.
+RX_CLEANED=0
 cleanup() {
-    local rc=$? d ids
+    local d ids
+    [ "$RX_CLEANED" = 0 ] || return 0
+    RX_CLEANED=1
     set +e
-    trap - EXIT INT TERM
     echo
     echo "== cleanup"
     # containers this suite named (scenarios remove their own; this catches interrupted runs)
@@ -75,9 +79,8 @@ cleanup() {
         rx_stop_daemon "$d"
     done
     if [ "${RLOXSC_KEEP_WORKDIR:-0}" = 1 ]; then echo "work dir kept: $W"; else rm -rf "$W"; fi
-    exit "$rc"
 }
-trap cleanup EXIT
+trap 'rc=$?; cleanup; exit $rc' EXIT
 trap 'echo "interrupted" >&2; exit 130' INT TERM
 
 # ------------------------------------------------------------------------------------------------
@@ -88,14 +91,21 @@ if [ ! -d /sys/fs/cgroup/memory ] || [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2
     exit 1
 fi
 
+# the scenarios assert rloxsc's compiled-in defaults: a host policy file would change them
+if [ -e /etc/rloxsc/policy.toml ] || [ -n "${RLOXSC_POLICY:-}" ]; then
+    echo "a policy file (/etc/rloxsc/policy.toml or RLOXSC_POLICY) changes the defaults these scenarios check: move it away" >&2
+    exit 1
+fi
+
 PKGS=(jq python3 python3-yaml bsdutils)
 for c in "${CLIENTS[@]}"; do
     case $c in
-        docker) PKGS+=(docker.io containerd runc) ;;
+        docker) PKGS+=(docker.io containerd runc tini) ;;
         podman) PKGS+=(podman conmon runc) ;;
         ctr) PKGS+=(containerd runc) ;;
     esac
 done
+mapfile -t PKGS < <(printf '%s\n' "${PKGS[@]}" | awk '!seen[$0]++')
 RX_SETUP_ERROR=
 rx_install_packages "${PKGS[@]}" || RX_SETUP_ERROR="apt-get install of ${PKGS[*]} failed (see above)"
 
@@ -169,6 +179,9 @@ for client in "${CLIENTS[@]}"; do
     done <<<"${!list_var}"
 done
 
+RX_SUMMARY=$(rx_summary); RX_RC=$?
+cleanup
 echo
-echo "== results ($(( $(date +%s) - RX_T0 ))s in all)"
-rx_summary
+echo "== results ($(( $(date +%s) - RX_T0 ))s in all, installs and build included)"
+printf '%s\n' "$RX_SUMMARY"
+exit "$RX_RC"
