@@ -10,7 +10,7 @@ DEMO := bundles/demo
 ROOT ?= /run/rloxsc
 DEMO_PORT := 47123
 
-.PHONY: all deps build build-fault bundles demo test unit-test integration-test test-v2 test-clients bench install uninstall fmt clean
+.PHONY: all deps build build-fault bundles demo test unit-test integration-test test-v2 test-clients bench bench-clients install uninstall fmt clean
 
 all: build
 
@@ -65,6 +65,10 @@ test-v2: build bundles
 bench: build bundles
 	@bash scripts/deps.sh --bench
 	bash scripts/bench.sh
+
+# docker/podman/ctr run --rm through rloxsc vs runc (starts its own containerd and dockerd).
+bench-clients: build bundles
+	bash scripts/bench-clients.sh
 
 install: build
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/rloxsc
