@@ -25,7 +25,21 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
         }
         bail!("container {id:?} does not exist");
     }
-    let mut c: Container = container::load(&ctx.layout, id)?;
+    let mut c: Container = match container::load(&ctx.layout, id) {
+        Ok(c) => c,
+        Err(e) if force => {
+            // a state file cut short by a killed create: clean up from rloxsc's own bundle
+            tracing::warn!("container {id}: {e:#}; removing its cgroup, state and bundle directly");
+            remove_cgroups_of(ctx, id);
+            if cgroup_still_exists(ctx, id) {
+                bail!("cannot delete container {id:?}: its cgroup still holds processes after SIGKILL");
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+            ctx.layout.remove_bundle(id)?;
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
     if !force && !c.can_delete() && c.status() != libcontainer::container::ContainerStatus::Created
     {
         bail!(
@@ -41,14 +55,39 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
             );
         }
     }
-    c.delete(force).map_err(|e| {
-        anyhow!(
-            "cannot delete container {id:?}: {}",
-            super::create::error_chain(&e)
-        )
-    })?;
+    if let Err(e) = c.delete(force) {
+        let msg = super::create::error_chain(&e);
+        if !force {
+            bail!("cannot delete container {id:?}: {msg}");
+        }
+        // A create killed halfway leaves a state without a pid and a container init waiting in the
+        // cgroup, which libcontainer cannot see: kill what the cgroup holds and remove it ourselves.
+        tracing::warn!("container {id}: libcontainer could not delete it ({msg}); removing its cgroup, state and bundle directly");
+        remove_cgroups_of(ctx, id);
+        if cgroup_still_exists(ctx, id) {
+            bail!("cannot delete container {id:?}: its cgroup still holds processes after SIGKILL ({msg})");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     ctx.layout.remove_bundle(id)?;
     Ok(())
+}
+
+/// Whether any v1 hierarchy or the v2 tree still has the container's cgroup directory.
+fn cgroup_still_exists(ctx: &Context, id: &str) -> bool {
+    let Ok(spec) = ctx.layout.read_spec(id) else {
+        return false;
+    };
+    let Some(path) = spec.linux().as_ref().and_then(|l| l.cgroups_path().clone()) else {
+        return false;
+    };
+    let rel = path.to_string_lossy().trim_start_matches('/').to_string();
+    let Ok(rd) = std::fs::read_dir("/sys/fs/cgroup") else {
+        return false;
+    };
+    let mut dirs: Vec<std::path::PathBuf> = rd.flatten().map(|e| e.path().join(&rel)).collect();
+    dirs.push(std::path::Path::new("/sys/fs/cgroup").join(&rel));
+    dirs.iter().any(|d| d.join("cgroup.procs").exists())
 }
 
 /// For containers started by a client (Docker, Podman, containerd), the record written at delete into
