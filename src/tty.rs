@@ -71,6 +71,28 @@ impl Drop for ConsoleSocket {
     }
 }
 
+/// Decides where a terminal process's pty master goes: the caller's `--console-socket` when given; else,
+/// when rloxsc may provide the terminal itself (a foreground run or exec), a socket of its own at
+/// `own_path`; else an error saying `refusal`. Returns rloxsc's own socket (if any) and the path to
+/// hand to libcontainer. A process without a terminal gets neither.
+pub fn console_for(
+    terminal: bool,
+    given: Option<&PathBuf>,
+    may_allocate: bool,
+    own_path: &Path,
+    refusal: &str,
+) -> Result<(Option<ConsoleSocket>, Option<PathBuf>)> {
+    if !terminal || given.is_some() {
+        return Ok((None, given.cloned()));
+    }
+    if !may_allocate {
+        bail!("{refusal}");
+    }
+    let own = ConsoleSocket::listen(own_path)?;
+    let path = own.path().to_path_buf();
+    Ok((Some(own), Some(path)))
+}
+
 /// Restores the caller's terminal settings when dropped.
 pub struct RawMode {
     saved: Option<Termios>,

@@ -13,7 +13,6 @@ use super::Context;
 use crate::bundle::BundleMeta;
 use crate::executor::HardenedExecutor;
 use crate::harden::{harden, HostFacts};
-use crate::tty::ConsoleSocket;
 use crate::{container, facts, seccomp, verify};
 
 /// Options of `create` (and of `run`'s create half).
@@ -68,7 +67,7 @@ pub fn create(ctx: &Context, opts: &CreateOptions) -> Result<Container> {
 pub fn create_with_console(
     ctx: &Context,
     opts: &CreateOptions,
-) -> Result<(Container, Option<ConsoleSocket>)> {
+) -> Result<(Container, Option<crate::tty::ConsoleSocket>)> {
     container::validate_id(&opts.id)?;
     let t0 = std::time::Instant::now();
     let layout = &ctx.layout;
@@ -94,20 +93,13 @@ pub fn create_with_console(
         .as_ref()
         .and_then(|p| p.terminal())
         .unwrap_or(false);
-    let own_console = if terminal && opts.console_socket.is_none() {
-        if !opts.allocate_terminal {
-            bail!("process.terminal is set but no --console-socket was given: a detached container needs --console-socket (or set process.terminal to false)");
-        }
-        Some(ConsoleSocket::listen(
-            &layout.root().join(format!("console-{}.sock", opts.id)),
-        )?)
-    } else {
-        None
-    };
-    let console_path = opts
-        .console_socket
-        .clone()
-        .or_else(|| own_console.as_ref().map(|s| s.path().to_path_buf()));
+    let (own_console, console_path) = crate::tty::console_for(
+        terminal,
+        opts.console_socket.as_ref(),
+        opts.allocate_terminal,
+        &layout.root().join(format!("console-{}.sock", opts.id)),
+        "process.terminal is set but no --console-socket was given: a detached container needs --console-socket (or set process.terminal to false)",
+    )?;
 
     tracing::debug!(
         "create {}: spec read, facts gathered and hardened in {:?}",

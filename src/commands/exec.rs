@@ -211,22 +211,15 @@ pub fn exec(ctx: &Context, opts: &ExecOptions) -> Result<i32> {
         tracing::info!("container {} exec: {ch}", opts.id);
     }
     let terminal = process.terminal().unwrap_or(false);
-    let own_console = if terminal && opts.console_socket.is_none() {
-        if opts.detach {
-            bail!("a terminal was asked for a detached process but no --console-socket was given");
-        }
-        Some(crate::tty::ConsoleSocket::listen(
-            &ctx.layout
-                .bundle_dir(&opts.id)
-                .join(format!("console-{}.sock", std::process::id())),
-        )?)
-    } else {
-        None
-    };
-    let console_path = opts
-        .console_socket
-        .clone()
-        .or_else(|| own_console.as_ref().map(|s| s.path().to_path_buf()));
+    let (own_console, console_path) = crate::tty::console_for(
+        terminal,
+        opts.console_socket.as_ref(),
+        !opts.detach,
+        &ctx.layout
+            .bundle_dir(&opts.id)
+            .join(format!("console-{}.sock", std::process::id())),
+        "a terminal was asked for a detached process but no --console-socket was given",
+    )?;
     let process_file = ctx
         .layout
         .bundle_dir(&opts.id)
@@ -263,7 +256,8 @@ pub fn exec(ctx: &Context, opts: &ExecOptions) -> Result<i32> {
             anyhow!(
                 "cannot exec in container {:?}: {}",
                 opts.id,
-                error_chain(&e)
+                // libcontainer words every exec failure as "failed to create container"
+                error_chain(&e).replace("failed to create container: ", "")
             )
         })?;
 
