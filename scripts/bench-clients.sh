@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# bench-clients.sh - a benchmark, not a test: `docker run --rm true`, `podman run --rm true` and
-# `ctr run --rm true` through rloxsc against the same client through runc, in one hyperfine session per
-# client, printing medians and rloxsc/runc ratios. Reuses the client test suite's setup
+# bench-clients.sh - a benchmark, not a test: `docker run --rm true`, `podman run --rm true`,
+# `ctr run --rm true` and one CRI pod's whole life (RunPodSandbox, CreateContainer, StartContainer,
+# StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox: tests/clients/cri_client.py cycle,
+# handler rloxsc vs containerd's runc handler) through rloxsc against the same client through runc, in
+# one hyperfine session per client, printing medians and rloxsc/runc ratios. Reuses the client test suite's setup
 # (tests/clients/lib.sh: apt installs, containerd/dockerd started by pid with contrib's configs, images
 # imported from bundles/demo/rootfs) and stops what it started. Usage: scripts/bench-clients.sh [--runs N]
 set -uo pipefail
@@ -18,12 +20,20 @@ cleanup() {
     "$D" image rm -f "$IMG_DOCKER" >/dev/null 2>&1
     podman image rm -f "$IMG_PODMAN" >/dev/null 2>&1
     ctr -n "$CTR_NS" image rm "$IMG_CTR" >/dev/null 2>&1
+    if rx_cri_up; then  # pods left by a failed cycle (every pod of this containerd is ours)
+        for d in $("$CRI_VENV/bin/python" "$REPO/tests/clients/cri_client.py" --socket "$CRI_SOCK" pods | jq -r '.items[]?.id'); do
+            "$CRI_VENV/bin/python" "$REPO/tests/clients/cri_client.py" --socket "$CRI_SOCK" stopp "$d"
+            "$CRI_VENV/bin/python" "$REPO/tests/clients/cri_client.py" --socket "$CRI_SOCK" rmp "$d"
+        done >/dev/null 2>&1
+    fi
     for d in $(tac "$W/started-daemons" 2>/dev/null); do rx_stop_daemon "$d"; done
-    rm -rf "$W"
+    for d in /sys/fs/cgroup/*/"$CRI_CGROUP_PARENT"; do [ ! -d "$d" ] || rmdir "$d" 2>/dev/null; done
+    grep -qF -e " $W/" -e " $CRI_STATE/" /proc/self/mountinfo || rm -rf --one-file-system "$W" "$CRI_STATE"
 }
 trap cleanup EXIT
 
-rx_install_packages docker.io containerd podman conmon runc jq hyperfine python3-yaml || exit 2
+rx_install_packages docker.io containerd podman conmon runc jq hyperfine python3-yaml \
+    containernetworking-plugins python3-venv || exit 2
 make -C "$REPO" --no-print-directory build bundles >"$W/make.log" 2>&1 || { tail -20 "$W/make.log"; exit 2; }
 rx_install_rloxsc "$REPO/target/release/rloxsc" || exit 2
 rx_rootfs_tar "$REPO/bundles/demo/rootfs" "$W/rootfs.tar" || exit 2
@@ -56,3 +66,17 @@ bench podman "podman run --rm --pull=never --network=none --runtime $RLOXSC $IMG
 n=0
 bench ctr "bash -c 'ctr -n $CTR_NS run --rm --runtime io.containerd.runc.v2 --runc-binary $RLOXSC $IMG_CTR b\$RANDOM\$\$ /bin/true'" \
           "bash -c 'ctr -n $CTR_NS run --rm --runtime io.containerd.runc.v2 --runc-binary $RUNC $IMG_CTR b\$RANDOM\$\$ /bin/true'"
+
+# CRI: the test suite's CRI containerd (its own socket; the shared PATH dir above has runc, so the
+# default handler "runc" works here), a pod of one container (sh waiting for SIGTERM) per cycle
+if rx_cri_venv >"$W/cri-setup.log" 2>&1 && rx_ensure_containerd_cri >>"$W/cri-setup.log" 2>&1 \
+    && rx_mk_oci_archive "$REPO/bundles/demo/rootfs" "$W/cri-app.tar" "$IMG_CRI" \
+    && rx_mk_oci_archive "$REPO/bundles/demo/rootfs" "$W/cri-pause.tar" "$IMG_CRI_PAUSE" '["/bin/sleep", "1000000"]' \
+    && ctr -a "$CRI_SOCK" -n "$CRI_NS" image import "$W/cri-app.tar" >>"$W/cri-setup.log" 2>&1 \
+    && ctr -a "$CRI_SOCK" -n "$CRI_NS" image import "$W/cri-pause.tar" >>"$W/cri-setup.log" 2>&1 \
+    && rx_cri_cycle_configs "$W/cri"; then
+    CRI_CYCLE="$CRI_VENV/bin/python $REPO/tests/clients/cri_client.py --socket $CRI_SOCK cycle $W/cri/cycle-pod.json $W/cri/cycle-ctr.json"
+    bench cri "$CRI_CYCLE rloxsc" "$CRI_CYCLE runc"
+else
+    echo "cri: not measured (setup failed):"; tail -n 5 "$W/cri-setup.log"
+fi

@@ -255,6 +255,10 @@ fn kill_all_signals_every_process_of_the_container() {
         "processes left in {procs} after kill --all: {}",
         std::fs::read_to_string(&procs).unwrap_or_default()
     );
+    // as runc: `kill --all` of a stopped container signals what is left and succeeds (containerd's
+    // shim sends it when an init in a shared pid namespace exits); a plain kill is refused
+    env.rloxsc(&["kill", "--all", &c.id, "KILL"]).expect_ok();
+    assert_error(&env.rloxsc(&["kill", &c.id, "KILL"]), &["not running"]);
     env.rloxsc(&["delete", &c.id]).expect_ok();
     env.assert_nothing_left(&c.id, "after kill --all and delete");
 }

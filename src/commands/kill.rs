@@ -12,7 +12,11 @@ use crate::container;
 pub fn kill(ctx: &Context, id: &str, signal: &str, all: bool) -> Result<()> {
     let sig = container::parse_signal(signal)?;
     let mut c = container::load(&ctx.layout, id)?;
-    if !c.can_kill() {
+    // As with runc, `kill --all` of a stopped container still signals whatever is left in its
+    // cgroup: containerd's shim sends `kill --all ID 9` when the init exits in a shared pid
+    // namespace (a CRI pod's), and waits 2 s for the container's stdio to close if it fails.
+    let stopped_all = all && c.status() == ContainerStatus::Stopped;
+    if !c.can_kill() && !stopped_all {
         bail!("container {id:?}: container not running");
     }
     match Signal::try_from(sig) {

@@ -135,7 +135,7 @@ c_kill_rm() {
     ok "${CTR[@]}" task rm "$CID"
     ok "${CTR[@]}" container rm "$CID"
     [ ! -e "/sys/fs/cgroup/memory/$CTR_NS/$CID" ] || fail "memory cgroup /$CTR_NS/$CID left behind"
-    ! "$RLOXSC" --root "/run/containerd/runc/$CTR_NS" list -q | grep -qx "$CID" || fail "rloxsc state of $CID left behind"
+    ! "$RLOXSC" --root "/run/containerd/runc/$CTR_NS" list -q | grep -x "$CID" >/dev/null || fail "rloxsc state of $CID left behind"
 }
 
 c_kill_signal() {
@@ -228,18 +228,18 @@ c_hostile() {
     if [ "$RC" != 0 ]; then
         if rx_refused_by_rloxsc "$ERR"; then rx_note "refused by rloxsc: $(rx_last_line "$ERR")"; return 0; fi
         # containerd fell back to plain runc, which our containerd cannot find: refused loudly
-        if printf '%s' "$ERR" | grep -q 'failed to look up the path of "runc"\|"runc": executable file not found'; then
+        if grep -q 'failed to look up the path of "runc"\|"runc": executable file not found' <<<"$ERR"; then
             rx_note "containerd bypassed rloxsc and its fallback to plain runc failed closed: $(rx_last_line "$ERR")"
             return 0
         fi
         fail "ctr run $* failed ($RC) without rloxsc's refusal: $(rx_last_line "$ERR")"
     fi
     # containerd drops BinaryName (and runs plain runc) when it fills task options itself
-    "$RLOXSC" --root "/run/containerd/runc/$CTR_NS" list -q | grep -qx "$CID" \
+    "$RLOXSC" --root "/run/containerd/runc/$CTR_NS" list -q | grep -x "$CID" >/dev/null \
         || fail "rloxsc never created $CID: containerd ran another runtime (options: $(cat "/run/containerd/io.containerd.runtime.v2.task/$CTR_NS/$CID/options.json" 2>/dev/null)); runc state: $(runc --root "/run/containerd/runc/$CTR_NS" list -q 2>/dev/null | tr '\n' ' ')"
     for i in $(seq 100); do
         run_cap "${CTR[@]}" task exec --exec-id "p$i" "$CID" cat /tmp/rxci-probe.out
-        printf '%s\n' "$OUT" | grep -q '^probe-done$' && break
+        grep -q '^probe-done$' <<<"$OUT" && break
         sleep 0.2
     done
     assert_hardened "$OUT" "$CTR_NS/$CID"

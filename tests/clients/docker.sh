@@ -164,7 +164,7 @@ d_stop_rm() {
     run_cap "$D" inspect "$CID"
     [ "$RC" != 0 ] || fail "container still exists after docker rm"
     [ ! -e "/sys/fs/cgroup/memory/docker/$CID" ] || fail "memory cgroup /docker/$CID left behind"
-    ! "$RLOXSC" --root /var/run/docker/runtime-runc/moby list -q | grep -qx "$CID" || fail "rloxsc state of $CID left behind"
+    ! "$RLOXSC" --root /var/run/docker/runtime-runc/moby list -q | grep -x "$CID" >/dev/null || fail "rloxsc state of $CID left behind"
 }
 
 d_kill_signal() {

@@ -160,7 +160,7 @@ p_stop_rm() {
     run_cap podman container exists "$CID"
     [ "$RC" != 0 ] || fail "container still exists after podman rm"
     [ ! -e "/sys/fs/cgroup/memory/$(p_cg "$CID")" ] || fail "memory cgroup $(p_cg "$CID") left behind"
-    ! "$RLOXSC" list -q | grep -qx "$CID" || fail "rloxsc state of $CID left behind"
+    ! "$RLOXSC" list -q | grep -x "$CID" >/dev/null || fail "rloxsc state of $CID left behind"
 }
 
 p_kill_signal() {

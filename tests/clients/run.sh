@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# tests/clients/run.sh [docker|podman|ctr|all]... - rloxsc driven by the real clients (as root).
+# tests/clients/run.sh [docker|podman|ctr|cri|all]... - rloxsc driven by the real clients (as root).
 #
-# Installs what it needs from Debian's archive (docker.io, containerd, podman, conmon, runc, jq;
-# /usr/sbin/policy-rc.d first, so no daemon auto-starts), builds rloxsc and the demo bundle (`make
-# build bundles`), installs the binary as $RLOXSC (default /usr/local/sbin/rloxsc), starts containerd
-# and dockerd itself (no bridge, no iptables: contrib/docker/daemon.json) and stops them by pid at the
-# end, imports the bundle's rootfs as an image into each client, then runs every scenario of each
-# client through rloxsc. Prints a per-client pass table and `N passed, M failed[, K skipped]`; exits
+# Installs what it needs from Debian's archive (docker.io, containerd, podman, conmon, runc, jq,
+# containernetworking-plugins, python3-venv; /usr/sbin/policy-rc.d first, so no daemon auto-starts) and,
+# for the CRI client, PyPI's CRI v1 stubs into a venv (tests/clients/cri-requirements.txt), builds
+# rloxsc and the demo bundle (`make build bundles`), installs the binary as $RLOXSC (default
+# /usr/local/sbin/rloxsc), starts containerd (twice: one for docker/ctr, one with the CRI plugin for
+# Kubernetes' path) and dockerd itself (no bridge, no iptables: contrib/docker/daemon.json) and stops
+# them by pid at the end, imports the bundle's rootfs as an image into each client, then runs every
+# scenario of each client through rloxsc. Prints a per-client pass table and `N passed, M failed[, K skipped]`; exits
 # non-zero if anything failed.
 #
 # Environment:
@@ -17,6 +19,7 @@
 #   RLOXSC_ALLOW_SKIP=1    a scenario whose prerequisite is missing is skipped instead of failing
 #   RLOXSC_ONLY=REGEX      only scenarios whose name matches (development)
 #   RLOXSC_KEEP_WORKDIR=1  keep /tmp/rloxsc-clients-<pid> (logs of every scenario) at the end
+#   RLOXSC_CRI_VENV=DIR    the CRI client's venv (default /var/tmp/rloxsc-ci-cri-venv, reused if its pins match)
 set -uo pipefail
 
 RX_T0=$(date +%s)
@@ -25,12 +28,12 @@ export W=/tmp/rloxsc-clients-$$
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 export RX_LIB RLOXSC W
 
-usage() { echo "usage: $0 [docker|podman|ctr|all]..." >&2; exit 2; }
+usage() { echo "usage: $0 [docker|podman|ctr|cri|all]..." >&2; exit 2; }
 CLIENTS=()
 for a in "${@:-all}"; do
     case $a in
-        all) CLIENTS+=(docker podman ctr) ;;
-        docker|podman|ctr) CLIENTS+=("$a") ;;
+        all) CLIENTS+=(docker podman ctr cri) ;;
+        docker|podman|ctr|cri) CLIENTS+=("$a") ;;
         -h|--help) usage ;;
         *) echo "unknown client: $a" >&2; usage ;;
     esac
@@ -73,12 +76,28 @@ cleanup() {
         ctr -n "$CTR_NS" content ls -q 2>/dev/null | xargs -r ctr -n "$CTR_NS" content rm >/dev/null 2>&1
         ctr namespace rm "$CTR_NS" >/dev/null 2>&1
     fi
+    # every pod of the CRI's containerd is this suite's (its own instance)
+    if [ -x "$CRI_VENV/bin/python" ] && rx_cri_up; then
+        for d in $("$CRI_VENV/bin/python" "$RX_DIR/cri_client.py" --socket "$CRI_SOCK" pods 2>/dev/null | jq -r '.items[]?.id'); do
+            "$CRI_VENV/bin/python" "$RX_DIR/cri_client.py" --socket "$CRI_SOCK" stopp "$d" >/dev/null 2>&1
+            "$CRI_VENV/bin/python" "$RX_DIR/cri_client.py" --socket "$CRI_SOCK" rmp "$d" >/dev/null 2>&1
+        done
+    fi
     # daemons we started, last started first
     for d in $(tac "$W/started-daemons" 2>/dev/null); do
         echo "stopping $d (pid $(cat "$W/$d.pid" 2>/dev/null))"
         rx_stop_daemon "$d"
     done
-    if [ "${RLOXSC_KEEP_WORKDIR:-0}" = 1 ]; then echo "work dir kept: $W"; else rm -rf "$W"; fi
+    # the pods' cgroup parent (rloxsc made it; empty once every pod is gone) and the CRI's state dir
+    for d in /sys/fs/cgroup/*/"$CRI_CGROUP_PARENT"; do
+        [ ! -d "$d" ] || rmdir "$d" 2>/dev/null || echo "cgroup $d is not empty: left in place"
+    done
+    if grep -qF -e " $W/" -e " $CRI_STATE/" /proc/self/mountinfo; then
+        echo "mounts left under $W or $CRI_STATE: both left in place"; RLOXSC_KEEP_WORKDIR=1
+    else
+        rm -rf --one-file-system "$CRI_STATE"
+    fi
+    if [ "${RLOXSC_KEEP_WORKDIR:-0}" = 1 ]; then echo "work dir kept: $W"; else rm -rf --one-file-system "$W"; fi
 }
 trap 'rc=$?; cleanup; exit $rc' EXIT
 trap 'echo "interrupted" >&2; exit 130' INT TERM
@@ -103,6 +122,7 @@ for c in "${CLIENTS[@]}"; do
         docker) PKGS+=(docker.io containerd runc tini) ;;
         podman) PKGS+=(podman conmon runc) ;;
         ctr) PKGS+=(containerd runc) ;;
+        cri) PKGS+=(containerd containernetworking-plugins python3-venv) ;;
     esac
 done
 mapfile -t PKGS < <(printf '%s\n' "${PKGS[@]}" | awk '!seen[$0]++')
@@ -152,6 +172,26 @@ setup_ctr() {
     rx_mk_oci_archive "$ROOTFS" "$W/bbx-oci.tar" "$IMG_CTR" || { echo "could not build the OCI archive"; return 1; }
     ctr -n "$CTR_NS" image import "$W/bbx-oci.tar" >"$W/ctr-import.log" 2>&1 \
         || { cat "$W/ctr-import.log"; echo "ctr image import failed"; return 1; }
+}
+
+setup_cri() {
+    rx_cri_venv || { echo "could not install the CRI client's venv ($CRI_VENV) from PyPI"; return 1; }
+    rx_ensure_containerd_cri || { echo "containerd with the CRI plugin did not start"; return 1; }
+    rx_mk_oci_archive "$ROOTFS" "$W/cri-app-oci.tar" "$IMG_CRI" || { echo "could not build the OCI archive"; return 1; }
+    # the sandbox ("pause") image: the same rootfs, its command /bin/sleep (CRI runs the image's command)
+    rx_mk_oci_archive "$ROOTFS" "$W/cri-pause-oci.tar" "$IMG_CRI_PAUSE" '["/bin/sleep", "1000000"]' \
+        || { echo "could not build the OCI archive"; return 1; }
+    ctr -a "$CRI_SOCK" -n "$CRI_NS" image import "$W/cri-app-oci.tar" >"$W/cri-import.log" 2>&1 \
+        && ctr -a "$CRI_SOCK" -n "$CRI_NS" image import "$W/cri-pause-oci.tar" >>"$W/cri-import.log" 2>&1 \
+        || { cat "$W/cri-import.log"; echo "ctr image import (namespace $CRI_NS) failed"; return 1; }
+    "$CRI_VENV/bin/python" "$RX_DIR/cri_client.py" --socket "$CRI_SOCK" images >"$W/cri-images.json" \
+        && jq -e --arg a "$IMG_CRI" --arg p "$IMG_CRI_PAUSE" '[.images[].repo_tags[]] | index($a) and index($p)' "$W/cri-images.json" >/dev/null \
+        || { cat "$W/cri-images.json"; echo "the CRI does not list the imported images"; return 1; }
+    # one pod's whole life before the scenarios, so that containerd's one-time host setup (the first
+    # pod makes /run/netns a shared bind mount of itself) is not counted by a scenario's leak check.
+    # Best effort: if it fails, the scenarios show why.
+    rx_cri_cycle_configs "$W/cri" && "$CRI_VENV/bin/python" "$RX_DIR/cri_client.py" --socket "$CRI_SOCK" \
+        cycle "$W/cri/cycle-pod.json" "$W/cri/cycle-ctr.json" rloxsc || echo "(the first pod failed; continuing)"
 }
 
 for client in "${CLIENTS[@]}"; do

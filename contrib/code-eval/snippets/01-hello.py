@@ -1,0 +1,2 @@
+# expect: ok
+print("hello from the sandbox")

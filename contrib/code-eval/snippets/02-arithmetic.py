@@ -1,0 +1,2 @@
+# expect: ok
+print(sum(i * i for i in range(1_000_000)))

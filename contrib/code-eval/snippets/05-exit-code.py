@@ -1,0 +1,4 @@
+# expect: nonzero
+import sys
+print("wrong answer")
+sys.exit(3)

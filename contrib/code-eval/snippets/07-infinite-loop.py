@@ -1,0 +1,3 @@
+# expect: timed_out
+while True:
+    pass

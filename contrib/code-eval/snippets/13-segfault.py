@@ -1,0 +1,3 @@
+# expect: signaled
+import ctypes
+ctypes.string_at(0)
