@@ -5,7 +5,8 @@
 #   - a busybox-static userland (Debian's busybox-static package),
 #   - /etc/passwd and /etc/group with root and nobody,
 #   - /bin/escape-demo, compiled statically from bundles/demo/escape-demo.c;
-#   - /bin/seccomp-probe, compiled statically from bundles/test/seccomp-probe.c.
+#   - /bin/seccomp-probe, compiled statically from bundles/test/seccomp-probe.c;
+#   - /bin/adversary, compiled statically from bundles/test/adversary.c (tests/adversarial.rs).
 # The bundle's config.json is not written here (see bundles/demo/).
 #
 # Idempotent and cheap to re-run: each step is skipped when its output is
@@ -121,6 +122,14 @@ if [ ! -x "$PROBE" ] || [ "$PROBE_SRC" -nt "$PROBE" ]; then
     log "compiling seccomp-probe"
     "$CC" -static -O2 -Wall -Wextra -o "$PROBE.tmp.$$" "$PROBE_SRC"
     mv -f "$PROBE.tmp.$$" "$PROBE"
+fi
+
+ADV_SRC="$ROOT/bundles/test/adversary.c"
+ADV="$ROOTFS/bin/adversary"
+if [ ! -x "$ADV" ] || [ "$ADV_SRC" -nt "$ADV" ]; then
+    log "compiling adversary"
+    "$CC" -static -O2 -Wall -Wextra -o "$ADV.tmp.$$" "$ADV_SRC"
+    mv -f "$ADV.tmp.$$" "$ADV"
 fi
 
 log "rootfs ready at $ROOTFS"

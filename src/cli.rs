@@ -343,6 +343,23 @@ pub fn version_text() -> String {
 /// Parses the command line, runs the verb and returns the process exit status.
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    // Rust ignores SIGPIPE, so `println!` panics when the reader has gone (`rloxsc list -q | grep -q`):
+    // verbs that only print end quietly instead, like any Unix tool (never those that own a container)
+    if cli.version
+        || matches!(
+            cli.command,
+            Some(Command::List { .. })
+                | Some(Command::State { .. })
+                | Some(Command::Ps { .. })
+                | Some(Command::Events { .. })
+                | Some(Command::Features)
+                | Some(Command::Policy { .. })
+                | Some(Command::Doctor)
+        )
+    {
+        // SAFETY: single-threaded at this point; restores the default disposition of one signal
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     if cli.version {
         println!("{}", version_text());
         return 0;
@@ -354,13 +371,16 @@ pub fn main() -> i32 {
             return 1;
         }
     };
+    // every verb that puts a clone of this process into a container: `exec` too, whose tenant process
+    // joins the container's pid namespace, and whose `#!/proc/self/exe` payload would otherwise run
+    // (and let the container reopen for writing) the unsealed binary (CVE-2019-5736)
     if matches!(
         cli.command,
-        Some(Command::Create(_)) | Some(Command::Run { .. })
+        Some(Command::Create(_)) | Some(Command::Run { .. }) | Some(Command::Exec(_))
     ) {
         if let Err(e) = crate::exeseal::ensure_sealed(&cli.root.join("empty")) {
             logger.error(&format!(
-                "refusing to create containers: {e:#} (policy key {})",
+                "refusing to create container processes: {e:#} (policy key {})",
                 keys::EXE_SEAL
             ));
             return 1;
