@@ -194,3 +194,36 @@ fn events_reports_an_oom_kill() {
         "no oom event in:\n{out}"
     );
 }
+
+// Regression: `rloxsc list -q | grep -q ID` made rloxsc panic ("failed printing to stdout: Broken
+// pipe") once grep had exited; printing verbs end quietly on a closed stdout, like any Unix tool.
+#[test]
+fn printing_verbs_end_quietly_when_the_reader_has_gone() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("epipe");
+    for args in [&["list"][..], &["features"], &["policy", "show"]] {
+        let (reader, writer) = std::os::unix::net::UnixStream::pair().unwrap();
+        drop(reader);
+        let (_, err_path) = env.capture_paths();
+        let mut cmd = env.command(&rloxsc_bin(), args);
+        cmd.stdout(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+            writer,
+        )));
+        cmd.stderr(std::fs::File::create(&err_path).unwrap());
+        let mut child = cmd.spawn().unwrap();
+        let st = wait_child(
+            &mut child,
+            Duration::from_secs(30),
+            "rloxsc with a closed stdout",
+        );
+        let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            st.signal() == Some(libc::SIGPIPE) || st.success(),
+            "{args:?}: {st:?} {stderr}"
+        );
+    }
+}
