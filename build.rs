@@ -19,6 +19,13 @@ fn main() {
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=RLOXSC_GIT_COMMIT={commit}");
     println!("cargo:rerun-if-changed=.git/HEAD");
+    // a new commit on the current branch changes its ref, not .git/HEAD
+    if let Ok(head) = std::fs::read_to_string(".git/HEAD") {
+        if let Some(r) = head.trim().strip_prefix("ref: ") {
+            println!("cargo:rerun-if-changed=.git/{r}");
+        }
+    }
+    println!("cargo:rerun-if-changed=.git/packed-refs");
     println!("cargo:rerun-if-changed=src/seccomp/allowlist.rs");
     println!("cargo:rerun-if-changed=src/seccomp/compile.rs");
 

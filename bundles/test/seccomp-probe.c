@@ -101,6 +101,8 @@ static long p_reboot(void) { return syscall(__NR_reboot, 0xfee1dead, 672274793, 
 static long p_settime(void) { struct { long s, ns; } t = {0, 0}; return syscall(__NR_clock_settime, 0, &t); }
 static long p_acct(void) { return syscall(__NR_acct, 0); }
 static long p_quotactl(void) { return syscall(__NR_quotactl, 0, 0, 0, 0); }
+/* a syscall number newer than any the allowlist knows: ENOSYS, as under runc, so that libcs fall back */
+static long p_future(void) { return syscall(511, 0, 0, 0, 0); }
 
 int main(void)
 {
@@ -138,6 +140,7 @@ int main(void)
     probe("swapon", p_swapon, 0);
     probe("reboot", p_reboot, 0);
     probe("clock_settime", p_settime, 0);
+    probe("future-syscall-511", p_future, ENOSYS);
     probe("acct", p_acct, 0);
     probe("quotactl", p_quotactl, 0);
     printf("probes: %d denied, %d allowed\n", denied, allowed);

@@ -5,7 +5,7 @@
 //! pivot_root/chroot, bpf, io_uring, perf_event_open, the keyring, userfaultfd, open_by_handle_at,
 //! kexec/modules/swap/reboot/clock/acct/quotactl, ptrace and process_vm_*, setns. Every syscall not
 //! listed fails with EPERM; clone3 fails with ENOSYS so that libc falls back to clone, whose namespace
-//! flags are filtered.
+//! flags are filtered; syscalls newer than every name listed here fail with ENOSYS (see `compile.rs`).
 
 /// A comparison on one syscall argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -107,6 +107,14 @@ pub fn compile_filter_with(extra: &[String]) -> Result<CompiledFilter> {
         }
     }
 
+    // syscalls newer than every name this allowlist classifies answer ENOSYS, as under runc: a libc or
+    // language runtime that probes a new syscall falls back only on ENOSYS (EPERM reads as a refusal)
+    let newest = newest_classified_syscall();
+    for nr in newest + 1..=LAST_NATIVE_SYSCALL {
+        ctx.add_rule(ScmpAction::Errno(ENOSYS), ScmpSyscall::from_raw_syscall(nr))
+            .with_context(|| format!("seccomp: cannot make syscall {nr} answer ENOSYS"))?;
+    }
+
     let bpf = export(&ctx)?;
     if bpf.is_empty() || bpf.len() % 8 != 0 {
         bail!(
@@ -115,6 +123,23 @@ pub fn compile_filter_with(extra: &[String]) -> Result<CompiledFilter> {
         );
     }
     Ok(CompiledFilter { bpf, unknown })
+}
+
+/// The last number of x86_64's native syscall table range (512 and up are x32 numbers).
+pub const LAST_NATIVE_SYSCALL: i32 = 511;
+
+/// The highest x86_64 syscall number among every name the allowlist classifies (allowed, conditional,
+/// ENOSYS or never allowed) that libseccomp knows.
+pub fn newest_classified_syscall() -> i32 {
+    allowlist::UNCONDITIONAL
+        .iter()
+        .chain(allowlist::CONDITIONAL.iter().map(|r| &r.name))
+        .chain(allowlist::ENOSYS)
+        .chain(allowlist::NEVER_ALLOWED)
+        .filter_map(|n| ScmpSyscall::from_name(n).ok())
+        .map(|s| s.as_raw_syscall())
+        .max()
+        .unwrap_or(0)
 }
 
 fn export(ctx: &ScmpFilterContext) -> Result<Vec<u8>> {
@@ -135,6 +160,13 @@ fn export(ctx: &ScmpFilterContext) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn newer_syscalls_than_the_allowlist_knows_exist_below_the_table_end() {
+        let n = newest_classified_syscall();
+        // clone3 (435) and cachestat (451) are classified; the table ends at 511
+        assert!((451..LAST_NATIVE_SYSCALL).contains(&n), "{n}");
+    }
 
     #[test]
     fn compiles_to_a_nonempty_program() {
