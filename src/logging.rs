@@ -250,7 +250,8 @@ impl Logger {
             let mut f = f.clone();
             let _ = writeln!(f, "{}", format_line(self.format, "error", msg));
         }
-        let _ = writeln!(std::io::stderr(), "rloxsc: {msg}");
+        // "error" in the text, as runc's stderr has it: some callers look for the word
+        let _ = writeln!(std::io::stderr(), "rloxsc: error: {msg}");
     }
 }
 

@@ -38,6 +38,8 @@ pub mod keys {
     pub const NOFILE: &str = "limits.nofile";
     /// RLIMIT_CORE (always 0).
     pub const CORE: &str = "limits.core";
+    /// RLIMIT_RTPRIO and RLIMIT_NICE (always 0: no real-time or raised priority).
+    pub const PRIORITY: &str = "limits.priority";
     /// Raw cgroup v2 `unified` keys a caller may set.
     pub const UNIFIED: &str = "limits.unified";
     /// The capability set a container may hold.

@@ -306,6 +306,7 @@ pub fn check_mounts(mi: &str, spec: &Spec, proc_dir: &Path) -> Vec<Failure> {
             ));
         }
     }
+    out.extend(check_binds_and_writable(&mounts, spec));
     for p in ["/proc/sys", "/proc/sysrq-trigger"] {
         if let Some(m) = top(p) {
             if !ro(&m.1) {
@@ -346,7 +347,82 @@ pub fn check_mounts(mi: &str, spec: &Spec, proc_dir: &Path) -> Vec<Failure> {
     out
 }
 
-/// RLIMIT_NOFILE within the policy's ceiling (and the spec's value) and RLIMIT_CORE 0, whatever the
+/// Every mount at or below a caller's bind destination is nosuid and nodev (and read-only when the
+/// hardened spec made the bind read-only): an rbind brings the source's submounts, which the plain
+/// flags do not reach. Any other writable mount must be scratch (a sized tmpfs), proc (whose
+/// `/proc/sys` is checked apart), devpts, mqueue, a masked path or a device node under /dev.
+fn check_binds_and_writable(mounts: &[MountLine], spec: &Spec) -> Vec<Failure> {
+    let mut out = Vec::new();
+    let has = |o: &Vec<String>, f: &str| o.iter().any(|x| x == f);
+    let under = |point: &str, dest: &str| {
+        point == dest
+            || (dest == "/" && point.starts_with('/'))
+            || point.starts_with(&format!("{}/", dest.trim_end_matches('/')))
+    };
+    let binds: Vec<(String, bool)> = spec
+        .mounts()
+        .iter()
+        .flatten()
+        .filter(|m| {
+            m.typ().as_deref() == Some("bind")
+                || m.options()
+                    .iter()
+                    .flatten()
+                    .any(|o| o == "bind" || o == "rbind")
+        })
+        .map(|m| {
+            let ro = m.options().iter().flatten().any(|o| o == "ro");
+            (m.destination().display().to_string(), ro)
+        })
+        .collect();
+    let masked: Vec<String> = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.masked_paths().clone())
+        .unwrap_or_default();
+    for m in mounts.iter().filter(|m| m.point != "/") {
+        // the innermost bind destination holding this mount
+        let bind = binds
+            .iter()
+            .filter(|(d, _)| under(&m.point, d))
+            .max_by_key(|(d, _)| d.len());
+        if let Some((dest, ro)) = bind {
+            let mut missing: Vec<&str> = ["nosuid", "nodev"]
+                .into_iter()
+                .filter(|f| !has(&m.opts, f))
+                .collect();
+            if *ro && !has(&m.opts, "ro") {
+                missing.push("ro");
+            }
+            if !missing.is_empty() {
+                out.push(fail(
+                    keys::WRITABLE_BINDS,
+                    format!(
+                        "mount at {} (bind mount {dest}) lacks {} inside the container",
+                        m.point,
+                        missing.join(",")
+                    ),
+                ));
+            }
+            continue;
+        }
+        let scratch_or_kernel = matches!(m.fstype.as_str(), "tmpfs" | "proc" | "devpts" | "mqueue");
+        let device_node = m.point.starts_with("/dev/") && m.point.matches('/').count() == 2;
+        if !has(&m.opts, "ro") && !scratch_or_kernel && !device_node && !masked.contains(&m.point) {
+            out.push(fail(
+                keys::READONLY_ROOT,
+                format!(
+                    "writable {} mount at {} inside the container is neither scratch nor a caller's bind",
+                    m.fstype, m.point
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// RLIMIT_NOFILE within the policy's ceiling (and the spec's value), RLIMIT_CORE, RLIMIT_RTPRIO and
+/// RLIMIT_NICE 0, whatever the
 /// spec says: the expectation comes from the policy, so a spec that lost its rlimits is still caught.
 pub fn check_rlimits(limits: &str, spec: &Spec, policy: &Policy) -> Vec<Failure> {
     let mut out = Vec::new();
@@ -387,6 +463,15 @@ pub fn check_rlimits(limits: &str, spec: &Spec, policy: &Policy) -> Vec<Failure>
             keys::CORE,
             format!("core file size limit is {g:?} in the container, expected (0, 0)"),
         )),
+    }
+    for label in ["Max realtime priority", "Max nice priority"] {
+        match got(label) {
+            Some((0, 0)) => {}
+            g => out.push(fail(
+                keys::PRIORITY,
+                format!("{label} is {g:?} in the container, expected (0, 0)"),
+            )),
+        }
     }
     out
 }
@@ -581,6 +666,36 @@ mod tests {
             check_mounts(&rw_cg, &spec, Path::new("/nonexistent"))[0].key,
             keys::READONLY_PATHS
         );
+        // a submount of the root (e.g. brought by an rbind rootfs) that stayed writable
+        let rw_sub = format!("{good}20 1 0:9 / /opt/data rw - ext4 /dev/vdb rw\n");
+        assert_eq!(
+            check_mounts(&rw_sub, &spec, Path::new("/nonexistent"))[0].key,
+            keys::READONLY_ROOT
+        );
+        // a caller's read-only bind whose submount kept rw/suid
+        let mut bspec = Spec::default();
+        let mut ms = bspec.mounts().clone().unwrap_or_default();
+        ms.push(
+            oci_spec::runtime::MountBuilder::default()
+                .destination("/data")
+                .typ("bind")
+                .source("/srv")
+                .options(vec![
+                    "rbind".to_string(),
+                    "ro".to_string(),
+                    "nosuid".to_string(),
+                    "nodev".to_string(),
+                ])
+                .build()
+                .unwrap(),
+        );
+        bspec.set_mounts(Some(ms));
+        let bind_ok = format!("{good}21 1 0:9 / /data ro,nosuid,nodev - ext4 /dev/vdb rw\n");
+        assert!(check_mounts(&bind_ok, &bspec, Path::new("/nonexistent")).is_empty());
+        let bind_sub = format!("{bind_ok}22 21 0:10 / /data/sub rw - ext4 /dev/vdc rw\n");
+        let f = check_mounts(&bind_sub, &bspec, Path::new("/nonexistent"));
+        assert_eq!(f[0].key, keys::WRITABLE_BINDS, "{f:?}");
+        assert!(f[0].what.contains("nosuid,nodev,ro"), "{f:?}");
         let big_tmp = good.replace("rw,size=1024k", "rw");
         assert_eq!(
             check_mounts(&big_tmp, &spec, Path::new("/nonexistent"))[0].key,
@@ -593,7 +708,7 @@ mod tests {
         let mut spec = Spec::default();
         let mut c = crate::harden::Changes::default();
         crate::harden::resources::harden_rlimits(&mut spec, &Policy::default(), &mut c);
-        let good = "Limit                     Soft Limit           Hard Limit           Units\nMax core file size        0                    0                    bytes\nMax open files            1024                 1024                 files\n";
+        let good = "Limit                     Soft Limit           Hard Limit           Units\nMax core file size        0                    0                    bytes\nMax open files            1024                 1024                 files\nMax nice priority         0                    0\nMax realtime priority     0                    0\n";
         let p = Policy::default();
         assert!(check_rlimits(good, &spec, &p).is_empty());
         let bad = good.replace("1024                 1024", "20000                20000");
@@ -608,6 +723,11 @@ mod tests {
         assert_eq!(check_rlimits(&core, &bare, &p)[0].key, keys::CORE);
         let inherited = good.replace("1024                 1024", "20000                20000");
         assert_eq!(check_rlimits(&inherited, &bare, &p)[0].key, keys::NOFILE);
+        let rt = good.replace(
+            "Max realtime priority     0                    0",
+            "Max realtime priority     99                   99",
+        );
+        assert_eq!(check_rlimits(&rt, &bare, &p)[0].key, keys::PRIORITY);
     }
 
     #[test]

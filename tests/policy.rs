@@ -200,3 +200,80 @@ fn records_dir_gets_a_record_at_delete_for_client_driven_containers() {
     assert!(rec["exit_code"].is_null());
     assert_eq!(rec["limits"]["memory_bytes"], 33554432);
 }
+
+// Regression (found by the conformance run): the plain nosuid/nodev/ro that rloxsc adds to a bind
+// reached its top mount only; an rbind's submounts, or `rsuid,rdev,rrw`, stayed suid, dev and writable.
+#[test]
+fn rbind_submounts_get_the_bind_hardening() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("rbind-sub");
+    let src = env.dir.join("vol");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    let tmpfs_ok = std::process::Command::new("mount")
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            "size=1m",
+            "rloxsc-test",
+            src.join("sub").to_str().unwrap(),
+        ])
+        .status()
+        .unwrap()
+        .success();
+    assert!(tmpfs_ok, "cannot mount the test's tmpfs");
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _u = Unmount(src.join("sub"));
+    let mut spec = base_spec(&[
+        "sh",
+        "-c",
+        "grep ' /data' /proc/self/mountinfo; touch /data/sub/x && echo WROTE-SUB; touch /data/x && echo WROTE-TOP; true",
+    ]);
+    spec["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/data", "type": "bind", "source": src.to_str().unwrap(),
+            "options": ["rbind", "rw", "rsuid", "rdev", "rrw"]
+        }));
+    let f = write(&env, "p.toml", "[mounts]\nwritable_binds = false\n");
+    let bundle = env.bundle(&spec);
+    let id = env.id();
+    let _g = env.guard(&id);
+    let out = env.rloxsc(&[
+        "--policy",
+        f.to_str().unwrap(),
+        "run",
+        "--bundle",
+        bundle.to_str().unwrap(),
+        &id,
+    ]);
+    out.expect_ok();
+    let lines: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains(" /data"))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l.contains(" /data/sub ")),
+        "submount not visible: {out}"
+    );
+    for l in &lines {
+        let opts = l.split_whitespace().nth(5).unwrap_or("");
+        for want in ["ro", "nosuid", "nodev"] {
+            assert!(opts.split(',').any(|o| o == want), "{want} missing: {l}");
+        }
+    }
+    assert!(
+        !out.stdout.contains("WROTE"),
+        "a read-only bind was writable: {out}"
+    );
+    assert!(!src.join("sub/x").exists() && !src.join("x").exists());
+}

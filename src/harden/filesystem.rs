@@ -57,10 +57,12 @@ pub fn harden_root(
         .as_ref()
         .and_then(|l| l.rootfs_propagation().clone());
     if matches!(prop.as_deref(), Some("shared") | Some("rshared")) {
+        // libcontainer 0.7 knows only shared/private/slave/unbindable and always adds MS_REC:
+        // "slave" is rslave ("rslave" itself would fail create with UnknownRootfsPropagation)
         spec.linux_mut()
             .as_mut()
             .expect("namespaces step created linux")
-            .set_rootfs_propagation(Some("rslave".into()));
+            .set_rootfs_propagation(Some("slave".into()));
         changes.push(
             keys::READONLY_ROOT,
             "rootfsPropagation shared -> rslave (mounts never propagate back to the host)",
@@ -166,21 +168,46 @@ pub fn harden_mounts(
         let mut m = m;
         if is_bind(&m) {
             let src = m.source().clone().unwrap_or_default();
-            let canonical = facts
-                .canonical_sources
-                .get(&src)
-                .cloned()
-                .unwrap_or(src.clone());
+            let known = facts.canonical_sources.get(&src).cloned();
+            if src.is_relative() {
+                // relative to the bundle (OCI); libcontainer would resolve it against rloxsc's cwd, so
+                // the hardened spec names the resolved path, the one judged below
+                let Some(resolved) = known.clone() else {
+                    return Err(refuse(
+                        keys::SENSITIVE_BINDS,
+                        format!(
+                            "bind mount of {:?} onto {dest} refused: a relative source must exist in the bundle",
+                            src.display().to_string()
+                        ),
+                    ));
+                };
+                changes.push(
+                    keys::SENSITIVE_BINDS,
+                    format!(
+                        "bind mount {dest}: relative source {} resolved in the bundle to {}",
+                        src.display(),
+                        resolved.display()
+                    ),
+                );
+                m.set_source(Some(resolved));
+            }
+            let canonical = known.unwrap_or(src.clone());
             if let Some(why) = is_sensitive_source(&canonical, facts) {
                 return Err(refuse(
                     keys::SENSITIVE_BINDS,
                     format!("bind mount of {} onto {dest} refused: {why}", src.display()),
                 ));
             }
+            // the plain flags reach the top mount only: an rbind's submounts need the recursive
+            // ones (mount_setattr), and the caller's recursive opposites (rsuid, rdev, rrw) would
+            // undo them below the top (found by conformance: `rbind,rrw` gave a writable bind)
             let mut changed = ensure_flag(&mut o, "nosuid", "suid");
+            changed |= ensure_flag(&mut o, "rnosuid", "rsuid");
             changed |= ensure_flag(&mut o, "nodev", "dev");
+            changed |= ensure_flag(&mut o, "rnodev", "rdev");
             if !policy.writable_binds {
                 changed |= ensure_flag(&mut o, "ro", "rw");
+                changed |= ensure_flag(&mut o, "rro", "rrw");
             }
             if o.iter().any(|x| x == "shared" || x == "rshared") {
                 o.retain(|x| x != "shared" && x != "rshared");
@@ -199,6 +226,15 @@ pub fn harden_mounts(
                 format!("mount of type {typ:?} onto {dest} refused: only proc, sysfs, tmpfs, devpts, mqueue, cgroup and bind mounts are allowed"),
             ));
         } else {
+            // recursive "clear" options would undo the flags forced below (sysfs `rrw`)
+            let before = o.len();
+            o.retain(|x| !matches!(x.as_str(), "rrw" | "rsuid" | "rdev" | "rexec"));
+            if o.len() != before {
+                changes.push(
+                    keys::MOUNT_TYPES,
+                    format!("{typ} at {dest}: recursive rrw/rsuid/rdev/rexec dropped"),
+                );
+            }
             match typ.as_str() {
                 "proc" => {
                     if dest != "/proc" {
@@ -264,7 +300,15 @@ pub fn harden_mounts(
     let has = |out: &Vec<Mount>, d: &str| out.iter().any(|m| m.destination() == Path::new(d));
     for (dest, typ, src, options) in required_mounts() {
         if !has(&out, dest) {
-            out.push(mount(dest, typ, src, &options));
+            let mut m = mount(dest, typ, src, &options);
+            if typ == "tmpfs" {
+                // within limits.tmpfs like the caller's (found by fuzz/: /dev/shm kept 64 MiB under a
+                // lower ceiling, and hardening the result again clamped it)
+                let mut o = opts(&m);
+                clamp_tmpfs_size(&mut o, policy);
+                m.set_options(Some(o));
+            }
+            out.push(m);
             changes.push(keys::READONLY_PATHS, format!("added {typ} mount at {dest}"));
         }
     }
@@ -498,6 +542,64 @@ mod tests {
         assert_eq!(r.key, keys::SENSITIVE_BINDS);
     }
 
+    // Regression: a relative bind source is relative to the bundle (OCI), but libcontainer resolved it
+    // against rloxsc's cwd, unchecked: `run/rloxsc` from cwd `/` bind-mounted the runtime's state.
+    #[test]
+    fn relative_bind_source_is_resolved_in_the_bundle_or_refused() {
+        let mut s = careless_spec();
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount("/host", "bind", "run/rloxsc", &["rbind"]));
+        s.set_mounts(Some(ms));
+        let r = run_mounts(&mut s.clone()).unwrap_err();
+        assert_eq!(r.key, keys::SENSITIVE_BINDS);
+        assert!(r.reason.contains("must exist in the bundle"), "{r}");
+
+        let mut f = facts();
+        f.canonical_sources
+            .insert("run/rloxsc".into(), "/bundle/run/rloxsc".into());
+        harden_mounts(&mut s, &Policy::default(), &f, &mut Changes::default()).unwrap();
+        assert_eq!(
+            mount_at(&s, "/host").unwrap().source().as_deref(),
+            Some(Path::new("/bundle/run/rloxsc"))
+        );
+
+        // `..` out of the bundle to a sensitive path is judged by where it lands
+        let mut s = careless_spec();
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount("/host", "bind", "../../..", &["rbind"]));
+        s.set_mounts(Some(ms));
+        let mut f = facts();
+        f.canonical_sources.insert("../../..".into(), "/".into());
+        let r = harden_mounts(&mut s, &Policy::default(), &f, &mut Changes::default()).unwrap_err();
+        assert_eq!(r.key, keys::SENSITIVE_BINDS);
+    }
+
+    // Regression (found by fuzz/harden_spec): the /dev/shm rloxsc adds kept 64 MiB under a lower
+    // limits.tmpfs ceiling, so hardening the hardened spec changed it again.
+    #[test]
+    fn added_tmpfs_mounts_respect_the_tmpfs_ceiling() {
+        let p = Policy {
+            tmpfs_bytes: crate::policy::Limit {
+                default: 1 << 20,
+                ceiling: 8 << 20,
+            },
+            ..Policy::default()
+        };
+        let mut s = careless_spec();
+        harden_mounts(&mut s, &p, &facts(), &mut Changes::default()).unwrap();
+        for dest in ["/dev", "/dev/shm", "/tmp"] {
+            let o = opts(mount_at(&s, dest).unwrap());
+            let size = o
+                .iter()
+                .find_map(|x| x.strip_prefix("size="))
+                .and_then(parse_size);
+            assert!(size.is_some_and(|v| v <= 8 << 20), "{dest}: {o:?}");
+        }
+        let once = s.clone();
+        harden_mounts(&mut s, &p, &facts(), &mut Changes::default()).unwrap();
+        assert_eq!(s, once);
+    }
+
     #[test]
     fn ordinary_binds_get_nosuid_nodev() {
         let mut s = careless_spec();
@@ -536,6 +638,49 @@ mod tests {
         };
         harden_mounts(&mut s, &p, &facts(), &mut Changes::default()).unwrap();
         assert!(opts(mount_at(&s, "/data").unwrap()).contains(&"ro".into()));
+    }
+
+    // Regression (conformance): `rbind,rsuid,rdev,rrw` kept the submounts of a bind (or the whole bind)
+    // suid, dev and writable: the plain flags reach the top mount only.
+    #[test]
+    fn binds_get_recursive_flags_and_lose_recursive_opposites() {
+        let mut s = careless_spec();
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount(
+            "/data",
+            "bind",
+            "/srv/data",
+            &["rbind", "rsuid", "rdev", "rrw"],
+        ));
+        ms.push(mount("/sys2", "sysfs", "sysfs", &["rrw", "rexec"]));
+        s.set_mounts(Some(ms));
+        let p = Policy {
+            writable_binds: false,
+            ..Policy::default()
+        };
+        harden_mounts(&mut s, &p, &facts(), &mut Changes::default()).unwrap();
+        let o = opts(mount_at(&s, "/data").unwrap());
+        for want in ["nosuid", "rnosuid", "nodev", "rnodev", "ro", "rro"] {
+            assert!(o.contains(&want.to_string()), "{want} missing: {o:?}");
+        }
+        for gone in ["rsuid", "rdev", "rrw"] {
+            assert!(!o.contains(&gone.to_string()), "{gone} kept: {o:?}");
+        }
+        let o = opts(mount_at(&s, "/sys2").unwrap());
+        assert!(!o.iter().any(|x| x == "rrw" || x == "rexec"), "{o:?}");
+        // writable binds allowed: still recursively nosuid/nodev
+        let mut s = careless_spec();
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount("/data", "bind", "/srv/data", &["rbind", "rsuid"]));
+        s.set_mounts(Some(ms));
+        run_mounts(&mut s).unwrap();
+        let o = opts(mount_at(&s, "/data").unwrap());
+        assert!(
+            o.contains(&"rnosuid".into())
+                && o.contains(&"rnodev".into())
+                && !o.contains(&"rsuid".into()),
+            "{o:?}"
+        );
     }
 
     #[test]

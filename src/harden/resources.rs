@@ -10,15 +10,29 @@ use super::Changes;
 use crate::policy::{keys, Policy};
 
 /// Gives the container an absolute cgroup path under the policy's parent when the caller gives none
-/// (or a relative one, which would land under the runtime caller's own cgroup).
+/// (or a relative one, which would land under the runtime caller's own cgroup). An absolute path is
+/// kept only if it names a cgroup below the root without `.` or `..` (libcgroups joins it to each
+/// hierarchy's mount point: `/../../tmp/x` made rloxsc create directories outside cgroupfs, `/` is
+/// the root cgroup); anything else is flattened into one name under the parent, like a relative one.
 pub fn harden_cgroups_path(spec: &mut Spec, id: &str, policy: &Policy, changes: &mut Changes) {
+    use std::path::Component;
     let linux = spec.linux_mut().get_or_insert_with(Default::default);
     let current = linux.cgroups_path().clone();
+    let plain_absolute = |p: &std::path::Path| {
+        p.is_absolute()
+            && p.components().any(|c| matches!(c, Component::Normal(_)))
+            && p.components()
+                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+            && !p.display().to_string().contains("/./")
+            && !p.display().to_string().ends_with("/.")
+    };
     let wanted = match &current {
-        Some(p) if p.is_absolute() => return,
+        Some(p) if plain_absolute(p) => return,
         Some(p) => {
             let flat = p.display().to_string().replace([':', '/'], "-");
-            format!("{}/{}", policy.cgroup_parent, flat.trim_matches('-'))
+            let flat = flat.trim_matches(|c| c == '-' || c == '.');
+            let name = if flat.is_empty() { id } else { flat };
+            format!("{}/{name}", policy.cgroup_parent)
         }
         None => format!("{}/{}", policy.cgroup_parent, id),
     };
@@ -112,21 +126,27 @@ fn show(v: Option<u64>) -> String {
         .unwrap_or_else(|| "unlimited".into())
 }
 
-/// Clamps RLIMIT_NOFILE and forces RLIMIT_CORE to 0.
+/// Clamps RLIMIT_NOFILE and forces RLIMIT_CORE, RLIMIT_RTPRIO and RLIMIT_NICE to 0.
 pub fn harden_rlimits(spec: &mut Spec, policy: &Policy, changes: &mut Changes) {
     let process = spec.process_mut().get_or_insert_with(Default::default);
     let mut rl = process.rlimits().clone().unwrap_or_default();
 
+    // libcontainer applies every entry in order, so with duplicates the last one is what counts
+    // (found by fuzz/: a second, higher RLIMIT_NOFILE entry used to be kept)
+    let count =
+        |rl: &Vec<PosixRlimit>, t: PosixRlimitType| rl.iter().filter(|r| r.typ() == t).count();
     let nofile = rl
         .iter()
-        .find(|r| r.typ() == PosixRlimitType::RlimitNofile)
+        .rfind(|r| r.typ() == PosixRlimitType::RlimitNofile)
         .cloned();
     let hard = policy.nofile.clamp(nofile.as_ref().map(|r| r.hard()));
     let soft = nofile
         .as_ref()
         .map(|r| r.soft().min(hard))
         .unwrap_or(policy.nofile.default.min(hard));
-    if nofile.as_ref().map(|r| (r.soft(), r.hard())) != Some((soft, hard)) {
+    if nofile.as_ref().map(|r| (r.soft(), r.hard())) != Some((soft, hard))
+        || count(&rl, PosixRlimitType::RlimitNofile) > 1
+    {
         rl.retain(|r| r.typ() != PosixRlimitType::RlimitNofile);
         rl.push(rlimit(PosixRlimitType::RlimitNofile, soft, hard));
         changes.push(keys::NOFILE, format!("RLIMIT_NOFILE -> {soft}/{hard}"));
@@ -136,10 +156,33 @@ pub fn harden_rlimits(spec: &mut Spec, policy: &Policy, changes: &mut Changes) {
         .iter()
         .find(|r| r.typ() == PosixRlimitType::RlimitCore)
         .cloned();
-    if core.as_ref().map(|r| (r.soft(), r.hard())) != Some((0, 0)) {
+    if core.as_ref().map(|r| (r.soft(), r.hard())) != Some((0, 0))
+        || count(&rl, PosixRlimitType::RlimitCore) > 1
+    {
         rl.retain(|r| r.typ() != PosixRlimitType::RlimitCore);
         rl.push(rlimit(PosixRlimitType::RlimitCore, 0, 0));
         changes.push(keys::CORE, "RLIMIT_CORE -> 0");
+    }
+
+    // real-time priority and a raised nice ceiling would let the container starve the host's CPUs
+    // without CAP_SYS_NICE (a runtime holding CAP_SYS_RESOURCE can set any value)
+    for (typ, name) in [
+        (PosixRlimitType::RlimitRtprio, "RLIMIT_RTPRIO"),
+        (PosixRlimitType::RlimitNice, "RLIMIT_NICE"),
+    ] {
+        // absent too: the container would inherit the runtime's own limit
+        let given: Vec<(u64, u64)> = rl
+            .iter()
+            .filter(|r| r.typ() == typ)
+            .map(|r| (r.soft(), r.hard()))
+            .collect();
+        if given != [(0, 0)] {
+            rl.retain(|r| r.typ() != typ);
+            rl.push(rlimit(typ, 0, 0));
+            if given.iter().any(|&v| v != (0, 0)) {
+                changes.push(keys::PRIORITY, format!("{name} -> 0"));
+            }
+        }
     }
     process.set_rlimits(Some(rl));
 }
@@ -353,6 +396,22 @@ mod tests {
     }
 
     #[test]
+    fn realtime_and_nice_rlimits_are_zeroed() {
+        let mut s = careless_spec();
+        s.process_mut().as_mut().unwrap().set_rlimits(Some(vec![
+            rlimit(PosixRlimitType::RlimitRtprio, 99, 99),
+            rlimit(PosixRlimitType::RlimitNice, 40, 40),
+        ]));
+        harden_rlimits(&mut s, &Policy::default(), &mut Changes::default());
+        let rl = s.process().as_ref().unwrap().rlimits().clone().unwrap();
+        for t in [PosixRlimitType::RlimitRtprio, PosixRlimitType::RlimitNice] {
+            let r: Vec<_> = rl.iter().filter(|r| r.typ() == t).collect();
+            assert_eq!(r.len(), 1);
+            assert_eq!((r[0].soft(), r[0].hard()), (0, 0));
+        }
+    }
+
+    #[test]
     fn absent_nofile_gets_default_and_lower_is_kept() {
         let mut s = careless_spec();
         harden_rlimits(&mut s, &Policy::default(), &mut Changes::default());
@@ -377,6 +436,29 @@ mod tests {
         assert_eq!((nofile.soft(), nofile.hard()), (100, 200));
     }
 
+    // Regression (found by fuzz/harden_spec): with two RLIMIT_NOFILE entries the first was checked and
+    // the second, applied last, kept whatever it said.
+    #[test]
+    fn duplicate_rlimits_leave_one_clamped_entry() {
+        let mut s = careless_spec();
+        let big = |t, v| rlimit(t, v, v);
+        s.process_mut().as_mut().unwrap().set_rlimits(Some(vec![
+            big(PosixRlimitType::RlimitNofile, 1024),
+            big(PosixRlimitType::RlimitNofile, 1 << 20),
+            big(PosixRlimitType::RlimitCore, 0),
+            big(PosixRlimitType::RlimitCore, 1 << 20),
+        ]));
+        harden_rlimits(&mut s, &Policy::default(), &mut Changes::default());
+        let rl = s.process().as_ref().unwrap().rlimits().clone().unwrap();
+        let of = |t| rl.iter().filter(|r| r.typ() == t).collect::<Vec<_>>();
+        let nofile = of(PosixRlimitType::RlimitNofile);
+        assert_eq!(nofile.len(), 1, "{rl:?}");
+        assert_eq!(nofile[0].hard(), 65536);
+        let core = of(PosixRlimitType::RlimitCore);
+        assert_eq!(core.len(), 1, "{rl:?}");
+        assert_eq!((core[0].soft(), core[0].hard()), (0, 0));
+    }
+
     #[test]
     fn cgroups_path_made_absolute() {
         let mut s = careless_spec();
@@ -397,6 +479,33 @@ mod tests {
             Some(std::path::Path::new("/docker/abc"))
         );
         assert!(c.0.is_empty());
+    }
+
+    // Regression: `/../../tmp/x` made libcgroups create directories outside cgroupfs (and leave them);
+    // `/`, `.` and `/rloxsc/..` named the root or the shared parent cgroup.
+    #[test]
+    fn cgroups_path_never_leaves_the_cgroup_tree_nor_names_a_shared_cgroup() {
+        for (given, want) in [
+            ("/../../../../tmp/x", "/rloxsc/tmp-x"),
+            ("/", "/rloxsc/c1"),
+            ("/rloxsc/..", "/rloxsc/rloxsc"),
+            (".", "/rloxsc/c1"),
+            ("..", "/rloxsc/c1"),
+            ("", "/rloxsc/c1"),
+            ("/a/./b", "/rloxsc/a-.-b"),
+        ] {
+            let mut s = careless_spec();
+            s.linux_mut()
+                .as_mut()
+                .unwrap()
+                .set_cgroups_path(Some(given.into()));
+            harden_cgroups_path(&mut s, "c1", &Policy::default(), &mut Changes::default());
+            assert_eq!(
+                s.linux().as_ref().unwrap().cgroups_path().as_deref(),
+                Some(std::path::Path::new(want)),
+                "{given:?}"
+            );
+        }
     }
 
     #[test]
