@@ -10,7 +10,7 @@ DEMO := bundles/demo
 ROOT ?= /run/rloxsc
 DEMO_PORT := 47123
 
-.PHONY: all deps build build-fault bundles demo test unit-test integration-test test-v2 test-clients bench bench-clients install uninstall fmt clean
+.PHONY: all deps build build-fault bundles demo test unit-test integration-test test-v2 test-clients adversarial bench bench-clients fuzz install uninstall fmt clean
 
 all: build
 
@@ -51,8 +51,10 @@ integration-test: build build-fault bundles
 test: build build-fault bundles
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the integration tests create real containers" >&2; exit 1; }
 	$(CARGO) test --release --locked --no-fail-fast -- --test-threads=2
+	bash scripts/deps.sh --fuzz && bash scripts/fuzz.sh 30
 	RLOXSC_BIN=$(BIN) bash tests/v2guest/run.sh
 	RLOXSC_NO_BUILD=1 bash tests/clients/run.sh all
+	bash scripts/workload-report.sh
 
 # The real clients alone (installs docker.io, containerd, podman from Debian's archive).
 test-clients: build bundles
@@ -61,6 +63,38 @@ test-clients: build bundles
 # The cgroup v2 suite alone (a QEMU guest with pure cgroup v2; this host may be v1).
 test-v2: build bundles
 	RLOXSC_BIN=$(BIN) bash tests/v2guest/run.sh
+
+# The adversarial suite alone (tests/adversarial.rs): bundles/test/adversary.c's escape attempts under
+# a permissive config, runc's default config, host namespaces by path and `exec`; CVE-2019-5736,
+# CVE-2024-21626 and symlinked images. Prints the attempt x config table and "N contained, M escaped".
+adversarial: build bundles
+	$(CARGO) test --release --locked --test adversarial -- --nocapture --test-threads=2
+
+# Real workloads under the strict allowlist (docs/workloads.md): CPython's regression tests, Node.js,
+# gcc, each under rloxsc and under runc + Docker's default seccomp profile in the same run. The rootfs
+# (Debian bookworm, mmdebstrap) is cached in bundles/workload/rootfs. workload-report rewrites the
+# results in docs/workloads.md; make test runs the same comparison without touching the doc.
+.PHONY: workload-bundle workload-report workload-syscalls code-eval
+workload-bundle:
+	bash scripts/build-workload-bundle.sh
+
+workload-report: build
+	bash scripts/workload-report.sh --doc
+
+# Each workload under rloxsc with strace attached from the host: the syscalls rloxsc's filter answered.
+workload-syscalls: build
+	bash scripts/workload-report.sh --trace --doc
+
+# contrib/code-eval: 20 snippets, one container each, on the workload bundle's shared read-only rootfs.
+code-eval: build workload-bundle
+	/usr/bin/python3 contrib/code-eval/run-snippets.py
+
+# The fuzz targets in fuzz/ (config.json and policy file parsing + the hardening transform, checked
+# against the hardening invariants), FUZZ_SECONDS each; `make test` runs them for 30 s each.
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	@bash scripts/deps.sh --fuzz
+	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
 bench: build bundles
 	@bash scripts/deps.sh --bench

@@ -3,6 +3,7 @@
 # as root. Idempotent and quick when everything is already there.
 #   scripts/deps.sh          build + demo + test dependencies
 #   scripts/deps.sh --bench  also the benchmark peers (runc, crun, hyperfine)
+#   scripts/deps.sh --fuzz   also cargo-fuzz (from crates.io; ~1.5 min to build on 2 cores), for fuzz/
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -33,4 +34,10 @@ if command -v rustup >/dev/null 2>&1; then
     rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt >/dev/null 2>&1 || true
 fi
 [ -f /usr/lib/x86_64-linux-gnu/libseccomp.a ] || { echo "deps: static libseccomp (libseccomp-dev) missing" >&2; exit 1; }
+# cargo-fuzz builds libFuzzer (C++, from build-essential) into the targets; it runs on the stable
+# toolchain with RUSTC_BOOTSTRAP=1 (scripts/fuzz.sh), so no nightly is needed.
+if [ "${1:-}" = "--fuzz" ] && ! cargo fuzz --version 2>/dev/null | grep -q '^cargo-fuzz 0\.13\.'; then
+    echo "deps: installing cargo-fuzz 0.13.2 (cargo install --locked)"
+    cargo install --locked --version 0.13.2 cargo-fuzz
+fi
 echo "deps: ok"

@@ -141,10 +141,15 @@ pub fn gather(spec: &Spec, bundle: &Path, runtime_root: &Path) -> Result<HostFac
     }
     for m in spec.mounts().iter().flatten() {
         if let Some(src) = m.source() {
-            if src.is_absolute() {
-                if let Ok(c) = std::fs::canonicalize(src) {
-                    canonical_sources.insert(src.clone(), c);
-                }
+            // OCI: a relative source is relative to the bundle (libcontainer would resolve it against
+            // rloxsc's working directory, which may be `/`)
+            let on_host = if src.is_absolute() {
+                src.clone()
+            } else {
+                bundle.join(src)
+            };
+            if let Ok(c) = std::fs::canonicalize(&on_host) {
+                canonical_sources.insert(src.clone(), c);
             }
         }
     }

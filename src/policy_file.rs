@@ -254,10 +254,16 @@ pub fn parse(text: &str) -> Result<Policy> {
         p.records_dir = Some(d);
     }
     if let Some(parent) = file.cgroups.as_ref().and_then(|c| c.parent.clone()) {
-        if !parent.starts_with('/') || parent.split('/').any(|c| c == "..") || parent == "/" {
+        // no `.`/`..` (found by fuzz/: `/a/./b` was accepted, and its containers' cgroup paths were
+        // then flattened by the next hardening) and not the root (`//` trimmed to nothing)
+        let trimmed = parent.trim_end_matches('/');
+        if !parent.starts_with('/')
+            || parent.split('/').any(|c| c == ".." || c == ".")
+            || trimmed.is_empty()
+        {
             bail!("cgroups.parent must be an absolute cgroup path below the root, like /rloxsc");
         }
-        p.cgroup_parent = parent.trim_end_matches('/').to_string();
+        p.cgroup_parent = trimmed.to_string();
     }
     Ok(p)
 }
@@ -297,17 +303,20 @@ pub fn render(p: &Policy, source: Option<&Path>) -> String {
         .iter()
         .map(|c| format!("\"CAP_{c}\""))
         .collect();
-    let extra: Vec<String> = p.extra_syscalls.iter().map(|s| format!("{s:?}")).collect();
+    // TOML string literals (found by fuzz/policy_toml: a `"` or `\` in cgroups.parent broke the
+    // output, and could make it show settings the policy does not have)
+    let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let extra: Vec<String> = p.extra_syscalls.iter().map(|s| quote(s)).collect();
     let mut s = format!(
-        "# effective rloxsc policy ({})\n[limits]\npids = {{ default = {}, ceiling = {} }}\nmemory = {{ default = {}, ceiling = {} }}\nnofile = {{ default = {}, ceiling = {} }}\ntmpfs = {{ default = {}, ceiling = {} }}\n\n[capabilities]\nallowed = [{}]\n\n[network]\nmode = \"{}\"\n\n[mounts]\nwritable_binds = {}\n\n[seccomp]\nextra_syscalls = [{}]\n\n[cgroups]\nparent = \"{}\"\n",
-        source.map(|p| p.display().to_string()).unwrap_or_else(|| "built-in defaults".into()),
+        "# effective rloxsc policy ({})\n[limits]\npids = {{ default = {}, ceiling = {} }}\nmemory = {{ default = {}, ceiling = {} }}\nnofile = {{ default = {}, ceiling = {} }}\ntmpfs = {{ default = {}, ceiling = {} }}\n\n[capabilities]\nallowed = [{}]\n\n[network]\nmode = \"{}\"\n\n[mounts]\nwritable_binds = {}\n\n[seccomp]\nextra_syscalls = [{}]\n\n[cgroups]\nparent = {}\n",
+        source.map(|p| p.display().to_string().replace(['\n', '\r'], " ")).unwrap_or_else(|| "built-in defaults".into()),
         p.pids.default, p.pids.ceiling, p.memory_bytes.default, p.memory_bytes.ceiling, p.nofile.default, p.nofile.ceiling,
-        p.tmpfs_bytes.default, p.tmpfs_bytes.ceiling, caps.join(", "), p.network.as_str(), p.writable_binds, extra.join(", "), p.cgroup_parent,
+        p.tmpfs_bytes.default, p.tmpfs_bytes.ceiling, caps.join(", "), p.network.as_str(), p.writable_binds, extra.join(", "), quote(&p.cgroup_parent),
     );
     if let Some(d) = &p.records_dir {
         s.push_str(&format!(
-            "\n[records]\ndir = {:?}\n",
-            d.display().to_string()
+            "\n[records]\ndir = {}\n",
+            quote(&d.display().to_string())
         ));
     }
     s
@@ -346,6 +355,22 @@ mod tests {
         assert_eq!(again, p);
     }
 
+    // Regression (found by fuzz/policy_toml): strings were rendered without TOML escaping.
+    #[test]
+    fn round_trip_with_quotes_and_backslashes() {
+        let p = parse(
+            r#"[cgroups]
+parent = "/a\\b\"\n[network]\nmode = \"namespace\""
+[records]
+dir = "/r\"\\"
+"#,
+        )
+        .unwrap();
+        assert_eq!(p.network, NetworkMode::LoopbackOnly);
+        let shown = render(&p, Some(Path::new("/etc/x\n[network]")));
+        assert_eq!(parse(&shown).unwrap(), p, "{shown}");
+    }
+
     #[test]
     fn out_of_bounds_and_forbidden_values_are_refused() {
         for bad in [
@@ -358,6 +383,9 @@ mod tests {
             "[seccomp]\nextra_syscalls = [\"mount\"]",
             "[seccomp]\nextra_syscalls = [\"no_such_call\"]",
             "[cgroups]\nparent = \"relative\"",
+            "[cgroups]\nparent = \"/a/./b\"",
+            "[cgroups]\nparent = \"/a/../b\"",
+            "[cgroups]\nparent = \"//\"",
             "[records]\ndir = \"relative\"",
         ] {
             assert!(parse(bad).is_err(), "{bad} should be refused");

@@ -42,16 +42,42 @@ pub fn load_caller_spec(bundle: &Path) -> Result<Spec> {
 
 /// [`load_caller_spec`] of a config file at any path.
 pub fn load_caller_spec_file(path: &Path) -> Result<Spec> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     let path = path.to_path_buf();
-    let data = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    if data.len() > 16 * 1024 * 1024 {
+    // non-blocking open and at most the limit + 1 bytes: a FIFO or /dev/zero as config.json must not
+    // hang rloxsc or make it read without end
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let md = f
+        .metadata()
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if !md.is_file() {
+        bail!("{} is not a regular file", path.display());
+    }
+    let mut data = Vec::new();
+    f.take(MAX_CONFIG_BYTES as u64 + 1)
+        .read_to_end(&mut data)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    parse_caller_spec(&data, &path)
+}
+
+/// The largest config.json rloxsc reads.
+pub const MAX_CONFIG_BYTES: usize = 16 * 1024 * 1024;
+
+/// Parses the bytes of a caller's config.json (read from `path`, named in errors); what
+/// [`load_caller_spec_file`] does after reading, and what `fuzz/` feeds arbitrary bytes.
+pub fn parse_caller_spec(data: &[u8], path: &Path) -> Result<Spec> {
+    if data.len() > MAX_CONFIG_BYTES {
         bail!(
-            "{} is {} bytes; rloxsc refuses config files over 16 MiB",
-            path.display(),
-            data.len()
+            "{} is over 16 MiB; rloxsc refuses config files that large",
+            path.display()
         );
     }
-    let value: serde_json::Value = serde_json::from_slice(&data)
+    let value: serde_json::Value = serde_json::from_slice(data)
         .map_err(|e| anyhow!("{} is not valid JSON: {e}", path.display()))?;
     serde_json::from_value(value)
         .map_err(|e| anyhow!("{} is not a valid OCI runtime spec: {e}", path.display()))
@@ -87,6 +113,12 @@ pub fn create_with_console(
     ctx.faults.sabotage(&mut spec);
     if let Some(p) = spec.process() {
         facts::ensure_cwd(&host.rootfs, p.cwd())?;
+    }
+    // libcontainer creates mount points from inside a user namespace, where the image's root-owned
+    // directories are not writable: create the scratch dirs rloxsc adds (/tmp) from outside, as for
+    // the cwd; on failure libcontainer reports the mount point itself
+    for dir in &ctx.policy.scratch_dirs {
+        let _ = facts::ensure_cwd(&host.rootfs, Path::new(dir));
     }
     let terminal = spec
         .process()
@@ -155,11 +187,15 @@ pub fn create_with_console(
         Err(e) => {
             let causes = crate::logging::take_captured_errors(&capture);
             cleanup_failed_create(ctx, &opts.id);
+            let msg = error_chain(&e);
             return Err(anyhow!(
-                "cannot create container {:?}: {}{}",
+                "cannot create container {:?}: {}{}{}",
                 opts.id,
-                error_chain(&e),
-                cause_suffix(&error_chain(&e), &causes)
+                msg,
+                missing_controller_key(&msg)
+                    .map(|k| format!(" (policy key {k})"))
+                    .unwrap_or_default(),
+                cause_suffix(&msg, &causes)
             ));
         }
     };
@@ -343,6 +379,20 @@ fn deny_v1_default_devices(pid: i32) -> Result<()> {
             dir.display()
         )
     })
+}
+
+/// The policy key behind libcgroups' "cgroup X is required ... but is not supported by this system"
+/// (the host lacks a controller a limit needs).
+fn missing_controller_key(msg: &str) -> Option<&'static str> {
+    use crate::policy::keys;
+    [
+        ("pids", keys::PIDS),
+        ("memory", keys::MEMORY),
+        ("devices", keys::DEVICES),
+    ]
+    .into_iter()
+    .find(|(c, _)| msg.contains(&format!("cgroup {c} is required")))
+    .map(|(_, k)| k)
 }
 
 /// Removes whatever a failed create left: libcontainer's state directory and rloxsc's private bundle.

@@ -15,6 +15,7 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
         // no libcontainer state: maybe a create killed halfway left rloxsc's bundle or an empty dir
         let leftovers = dir.exists() || ctx.layout.bundle_dir(id).exists();
         if leftovers && force {
+            kill_unfinished_create(ctx, id);
             remove_cgroups_of(ctx, id);
             let _ = std::fs::remove_dir_all(&dir);
             ctx.layout.remove_bundle(id)?;
@@ -30,6 +31,7 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
         Err(e) if force => {
             // a state file cut short by a killed create: clean up from rloxsc's own bundle
             tracing::warn!("container {id}: {e:#}; removing its cgroup, state and bundle directly");
+            kill_unfinished_create(ctx, id);
             remove_cgroups_of(ctx, id);
             if cgroup_still_exists(ctx, id) {
                 bail!("cannot delete container {id:?}: its cgroup still holds processes after SIGKILL");
@@ -40,6 +42,9 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
         }
         Err(e) => return Err(e),
     };
+    if force && c.status() == libcontainer::container::ContainerStatus::Creating {
+        kill_unfinished_create(ctx, id);
+    }
     if !force && !c.can_delete() && c.status() != libcontainer::container::ContainerStatus::Created
     {
         bail!(
@@ -146,6 +151,83 @@ fn write_delete_record(ctx: &Context, c: &Container, dir: &std::path::Path) -> R
         readings.peak_memory_bytes
     );
     Ok(())
+}
+
+/// Kills what a `create` or `run` of `id` that never finished (rloxsc SIGKILLed halfway) left running
+/// outside the container's cgroup. libcontainer's intermediate and init processes are clones of
+/// rloxsc (same binary, same argv) that carry on alone: they create the cgroups and the init waits
+/// for `start`. Unless they are killed first they recreate what `delete --force` removes (found by
+/// tests/killed_create.rs: empty cgroup directories left behind). Matched by the rloxsc binary, the
+/// verb, the id and the same `--root`; repeated until none is left (one may be cloning).
+fn kill_unfinished_create(ctx: &Context, id: &str) {
+    let root = std::fs::canonicalize(ctx.layout.root())
+        .unwrap_or_else(|_| ctx.layout.root().to_path_buf());
+    for _ in 0..100 {
+        let pids = unfinished_create_processes(&root, id);
+        if pids.is_empty() {
+            return;
+        }
+        for p in pids {
+            tracing::warn!("container {id}: killing process {p} of a create that never finished");
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(p),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Processes running the rloxsc binary as `create`/`run` of `id` under state root `root`.
+fn unfinished_create_processes(root: &std::path::Path, id: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let proc_dir = e.path();
+        let is_rloxsc = std::fs::read_link(proc_dir.join("exe")).is_ok_and(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.contains("rloxsc"))
+        });
+        if !is_rloxsc {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(proc_dir.join("cmdline")) else {
+            continue;
+        };
+        let argv: Vec<String> = raw
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if !argv.iter().any(|a| a == id) || !argv.iter().any(|a| a == "create" || a == "run") {
+            continue;
+        }
+        let theirs = argv
+            .windows(2)
+            .find(|w| w[0] == "--root")
+            .map(|w| w[1].clone())
+            .or_else(|| {
+                argv.iter()
+                    .find_map(|a| a.strip_prefix("--root=").map(str::to_string))
+            })
+            .unwrap_or_else(|| "/run/rloxsc".to_string());
+        let theirs = std::fs::read_link(proc_dir.join("cwd"))
+            .map(|cwd| cwd.join(&theirs))
+            .unwrap_or_else(|_| theirs.into());
+        if std::fs::canonicalize(&theirs).unwrap_or(theirs) == root {
+            out.push(pid);
+        }
+    }
+    out
 }
 
 /// Kills every process left in the cgroup the hardened spec named and removes the cgroup.

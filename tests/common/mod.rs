@@ -643,3 +643,45 @@ pub fn assert_error_names_one_of(out: &Outcome, keys: &[&str]) {
         "error names none of {keys:?}: {out}"
     );
 }
+
+/// Mount points of the test process's mount namespace at or below `dir` (a container's mounts live in
+/// its own mount namespace: one showing up here is a leak).
+pub fn mount_points_under(dir: &Path) -> Vec<String> {
+    let prefix = dir.to_string_lossy().trim_end_matches('/').to_string();
+    fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(4))
+        .map(|mp| mp.replace("\\040", " "))
+        .filter(|mp| *mp == prefix || mp.starts_with(&format!("{prefix}/")))
+        .collect()
+}
+
+/// Processes in container `id`'s cgroup whose status lacks `Seccomp: 2` or `NoNewPrivs: 1`, skipping
+/// rloxsc's own processes before the payload's execve (their exe is the rloxsc binary; the executor
+/// installs the filter before any execve). The exe link is read before the status.
+pub fn uncontained_processes_of(id: &str) -> Vec<String> {
+    let mut bad = Vec::new();
+    for pid in pids_in_cgroup_of(id) {
+        let runtime = fs::read_link(format!("/proc/{pid}/exe"))
+            .map(|p| p.to_string_lossy().contains("rloxsc"))
+            .unwrap_or(false);
+        if runtime {
+            continue;
+        }
+        let Ok(st) = fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue;
+        };
+        if status_field(&st, "Seccomp").as_deref() == Some("2")
+            && status_field(&st, "NoNewPrivs").as_deref() == Some("1")
+        {
+            continue;
+        }
+        bad.push(format!(
+            "pid {pid} Seccomp: {:?} NoNewPrivs: {:?}",
+            status_field(&st, "Seccomp"),
+            status_field(&st, "NoNewPrivs")
+        ));
+    }
+    bad
+}
