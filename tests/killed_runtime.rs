@@ -83,7 +83,10 @@ fn uncontained(id: &str, span: Duration) -> Vec<String> {
 fn force_delete_leaves_nothing(env: &TestEnv, id: &str, context: &str) {
     let out = env.rloxsc(&["delete", "--force", id]);
     assert_eq!(out.code, 0, "{context}: delete --force failed: {out}");
-    env.assert_nothing_left(id, context);
+    env.assert_nothing_left(
+        id,
+        &format!("{context} (delete --force said: {:?})", out.stderr.trim()),
+    );
     let stray: Vec<String> = mount_points_under(&env.dir)
         .into_iter()
         .chain(mount_points_under(&test_rootfs()))
@@ -305,4 +308,39 @@ fn sigkill_during_run_then_delete_force_leaves_nothing() {
     }
     eprintln!("run: status after the kill: {seen:?}");
     nothing_reappeared(&env, "run");
+}
+
+/// The detector above can fail: a host process (no filter, no no_new_privs) moved into a running
+/// container's cgroup is reported, with its exe and argv, while a process of the container is not.
+#[test]
+fn uncontained_detector_flags_a_process_without_the_filter() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("killed-detector");
+    let c = env.start_container(&base_spec(LONG_LIVED));
+    assert!(
+        uncontained_processes_of(&c.id).is_empty(),
+        "the container's own processes are contained: {:?}",
+        uncontained_processes_of(&c.id)
+    );
+    let mut host = std::process::Command::new("sleep")
+        .arg("301")
+        .spawn()
+        .expect("spawn sleep");
+    let procs = cgroup_dirs_of(&c.id)
+        .into_iter()
+        .map(|d| d.join("cgroup.procs"))
+        .find(|p| p.exists())
+        .expect("a cgroup.procs of the container");
+    std::fs::write(&procs, host.id().to_string()).expect("move sleep into the container's cgroup");
+    let bad = uncontained_processes_of(&c.id);
+    let _ = host.kill();
+    let _ = host.wait();
+    assert!(
+        bad.iter()
+            .any(|b| b.contains(&format!("pid {} ", host.id())) && b.contains("sleep 301")),
+        "the host sleep (Seccomp 0) in the cgroup was not reported: {bad:?}"
+    );
+    force_delete_leaves_nothing(&env, &c.id, "detector");
 }

@@ -42,8 +42,20 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
         }
         Err(e) => return Err(e),
     };
-    if force && c.status() == libcontainer::container::ContainerStatus::Creating {
+    // A create killed before libcontainer recorded the init's pid leaves state `creating` without a
+    // pid, which libcontainer's refresh reports as `stopped`, while its orphaned intermediate process
+    // carries on creating the cgroups (seen with ftrace in tests/killed_runtime.rs). The status on
+    // disk tells; with --force the orphans are killed first, without it the delete is refused.
+    let unfinished = recorded_status_is_creating(&dir)
+        || c.status() == libcontainer::container::ContainerStatus::Creating;
+    if force && unfinished {
         kill_unfinished_create(ctx, id);
+    } else if unfinished {
+        let root = std::fs::canonicalize(ctx.layout.root())
+            .unwrap_or_else(|_| ctx.layout.root().to_path_buf());
+        if !unfinished_create_processes(&root, id).is_empty() {
+            bail!("cannot delete container {id:?} that is not stopped: creating (its create was interrupted and its processes still run; use delete --force)");
+        }
     }
     if !force && !c.can_delete() && c.status() != libcontainer::container::ContainerStatus::Created
     {
@@ -76,6 +88,16 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
     }
     ctx.layout.remove_bundle(id)?;
     Ok(())
+}
+
+/// Whether the state file in `dir` records the status `creating` (before libcontainer's refresh,
+/// which turns a pid-less `creating` into `stopped`).
+fn recorded_status_is_creating(dir: &std::path::Path) -> bool {
+    std::fs::read(dir.join("state.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("status").and_then(|s| s.as_str()).map(str::to_string))
+        .is_some_and(|s| s.eq_ignore_ascii_case("creating"))
 }
 
 /// Whether any v1 hierarchy or the v2 tree still has the container's cgroup directory.
@@ -180,7 +202,9 @@ fn kill_unfinished_create(ctx: &Context, id: &str) {
 
 /// Processes running the rloxsc binary as `create`/`run` of `id` under state root `root`.
 fn unfinished_create_processes(root: &std::path::Path, id: &str) -> Vec<i32> {
+    use std::os::unix::fs::MetadataExt;
     let me = std::process::id() as i32;
+    let own = std::fs::metadata("/proc/self/exe").ok();
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return vec![];
     };
@@ -193,11 +217,18 @@ fn unfinished_create_processes(root: &std::path::Path, id: &str) -> Vec<i32> {
             continue;
         }
         let proc_dir = e.path();
-        let is_rloxsc = std::fs::read_link(proc_dir.join("exe")).is_ok_and(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.contains("rloxsc"))
-        });
+        // the sealed binary is a bind mount of this very file; once a process has pivoted into a
+        // container its exe link reads `/`, so the file is compared, not only the name
+        let same_file = std::fs::metadata(proc_dir.join("exe"))
+            .ok()
+            .zip(own.as_ref())
+            .is_some_and(|(a, b)| a.dev() == b.dev() && a.ino() == b.ino());
+        let is_rloxsc = same_file
+            || std::fs::read_link(proc_dir.join("exe")).is_ok_and(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.contains("rloxsc"))
+            });
         if !is_rloxsc {
             continue;
         }

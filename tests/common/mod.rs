@@ -395,11 +395,9 @@ impl TestEnv {
                 .into_iter()
                 .map(|d| format!("cgroup {}", d.display())),
         );
-        out.extend(
-            pids_in_cgroup_of(id)
-                .into_iter()
-                .map(|p| format!("process {p} in cgroup /rloxsc/{id}")),
-        );
+        out.extend(pids_in_cgroup_of(id).into_iter().filter_map(|p| {
+            describe_live_process(p).map(|d| format!("process {d} in cgroup /rloxsc/{id}"))
+        }));
         out
     }
 
@@ -657,28 +655,88 @@ pub fn mount_points_under(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// `pid`, its state, exe and argv, or None for a zombie or a process already gone. A zombie runs no
+/// code and holds no cgroup (v1 and v2 let the directory be removed); /proc/<pid>/cgroup keeps naming
+/// the container until the parent reaps it, and an orphan's parent is the machine's PID 1.
+pub fn describe_live_process(pid: i32) -> Option<String> {
+    let st = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let state = status_field(&st, "State").unwrap_or_default();
+    if state.starts_with('Z') || state.starts_with('X') {
+        return None;
+    }
+    let exe = fs::read_link(format!("/proc/{pid}/exe"))
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|e| format!("({e})"));
+    let argv = fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| {
+            String::from_utf8_lossy(&c)
+                .replace('\0', " ")
+                .trim()
+                .to_string()
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "{pid} ({state}, exe {exe}, ppid {}, argv {argv:?}, rloxsc binary: {})",
+        status_field(&st, "PPid").unwrap_or_default(),
+        runs_rloxsc(pid)
+    ))
+}
+
+/// Whether process `pid` runs an rloxsc binary: its exe is the same file as the production or the
+/// fault-injection binary (the sealed copy is a bind mount of it, whose path may not be reachable from
+/// here once the process has its own mount namespace, so the file is compared, not the path), or its
+/// exe path names rloxsc (the memfd fallback).
+pub fn runs_rloxsc(pid: i32) -> bool {
+    let exe = format!("/proc/{pid}/exe");
+    let same_file = |a: &fs::Metadata, b: &Path| {
+        fs::metadata(b).is_ok_and(|m| m.dev() == a.dev() && m.ino() == a.ino())
+    };
+    if let Ok(m) = fs::metadata(&exe) {
+        if same_file(&m, &rloxsc_bin()) || same_file(&m, &fault_bin()) {
+            return true;
+        }
+    }
+    fs::read_link(&exe).is_ok_and(|p| p.to_string_lossy().contains("rloxsc"))
+}
+
 /// Processes in container `id`'s cgroup whose status lacks `Seccomp: 2` or `NoNewPrivs: 1`, skipping
-/// rloxsc's own processes before the payload's execve (their exe is the rloxsc binary; the executor
-/// installs the filter before any execve). The exe link is read before the status.
+/// rloxsc's own processes before the payload's execve ([`runs_rloxsc`]; the executor installs the
+/// filter before any execve) and processes without an address space: zombies (`State: Z`/`X`;
+/// /proc/<pid>/cgroup names the container until the parent reaps them) and processes already inside
+/// exit() (mm released: exe and argv unreadable, state still `R`). Both were seen here when rloxsc
+/// is SIGKILLed mid-`exec`/`run`: the orphaned runtime clone dies and is reparented to PID 1. The exe is read
+/// before the status. Each entry names the exe, parent, state and argv, to tell what it was.
 pub fn uncontained_processes_of(id: &str) -> Vec<String> {
     let mut bad = Vec::new();
     for pid in pids_in_cgroup_of(id) {
-        let runtime = fs::read_link(format!("/proc/{pid}/exe"))
-            .map(|p| p.to_string_lossy().contains("rloxsc"))
-            .unwrap_or(false);
-        if runtime {
+        if runs_rloxsc(pid) {
             continue;
         }
         let Ok(st) = fs::read_to_string(format!("/proc/{pid}/status")) else {
             continue;
         };
+        let state = status_field(&st, "State").unwrap_or_default();
+        // no address space (no `VmSize`): a zombie, or a process inside exit() whose memory is already
+        // released (exe and argv unreadable, state still R); neither can run any code
+        if state.starts_with('Z') || state.starts_with('X') || status_field(&st, "VmSize").is_none()
+        {
+            continue;
+        }
         if status_field(&st, "Seccomp").as_deref() == Some("2")
             && status_field(&st, "NoNewPrivs").as_deref() == Some("1")
         {
             continue;
         }
+        let exe = fs::read_link(format!("/proc/{pid}/exe"))
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|e| format!("({e})"));
+        let cmd = fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .unwrap_or_default();
         bad.push(format!(
-            "pid {pid} Seccomp: {:?} NoNewPrivs: {:?}",
+            "pid {pid} (exe {exe}, state {state}, ppid {:?}, argv {:?}) Seccomp: {:?} NoNewPrivs: {:?}",
+            status_field(&st, "PPid"),
+            cmd.trim(),
             status_field(&st, "Seccomp"),
             status_field(&st, "NoNewPrivs")
         ));
