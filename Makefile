@@ -115,4 +115,4 @@ fmt:
 
 clean:
 	$(CARGO) clean
-	rm -rf $(DEMO)/rootfs
+	rm -rf $(DEMO)/rootfs bundles/workload/rootfs bundles/workload/rootfs.new bundles/workload/.rootfs.stamp
