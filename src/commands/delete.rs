@@ -44,18 +44,15 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
     };
     // A create killed before libcontainer recorded the init's pid leaves state `creating` without a
     // pid, which libcontainer's refresh reports as `stopped`, while its orphaned intermediate process
-    // carries on creating the cgroups (seen with ftrace in tests/killed_runtime.rs). The status on
-    // disk tells; with --force the orphans are killed first, without it the delete is refused.
+    // carries on creating the cgroups (found by tests/killed_runtime.rs under load, confirmed with
+    // ftrace). The status on disk tells; with --force the orphans are killed first, without it the
+    // delete is refused while they run.
     let unfinished = recorded_status_is_creating(&dir)
         || c.status() == libcontainer::container::ContainerStatus::Creating;
     if force && unfinished {
         kill_unfinished_create(ctx, id);
-    } else if unfinished {
-        let root = std::fs::canonicalize(ctx.layout.root())
-            .unwrap_or_else(|_| ctx.layout.root().to_path_buf());
-        if !unfinished_create_processes(&root, id).is_empty() {
-            bail!("cannot delete container {id:?} that is not stopped: creating (its create was interrupted and its processes still run; use delete --force)");
-        }
+    } else if unfinished && !unfinished_create_processes(&canonical_root(ctx), id).is_empty() {
+        bail!("cannot delete container {id:?} that is not stopped: creating (its create was interrupted and its processes still run; use delete --force)");
     }
     if !force && !c.can_delete() && c.status() != libcontainer::container::ContainerStatus::Created
     {
@@ -182,8 +179,7 @@ fn write_delete_record(ctx: &Context, c: &Container, dir: &std::path::Path) -> R
 /// tests/killed_create.rs: empty cgroup directories left behind). Matched by the rloxsc binary, the
 /// verb, the id and the same `--root`; repeated until none is left (one may be cloning).
 fn kill_unfinished_create(ctx: &Context, id: &str) {
-    let root = std::fs::canonicalize(ctx.layout.root())
-        .unwrap_or_else(|_| ctx.layout.root().to_path_buf());
+    let root = canonical_root(ctx);
     for _ in 0..100 {
         let pids = unfinished_create_processes(&root, id);
         if pids.is_empty() {
@@ -198,6 +194,11 @@ fn kill_unfinished_create(ctx: &Context, id: &str) {
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+}
+
+/// The state root, canonical (as matched against the `--root` of other rloxsc processes).
+fn canonical_root(ctx: &Context) -> std::path::PathBuf {
+    std::fs::canonicalize(ctx.layout.root()).unwrap_or_else(|_| ctx.layout.root().to_path_buf())
 }
 
 /// Processes running the rloxsc binary as `create`/`run` of `id` under state root `root`.
@@ -217,8 +218,8 @@ fn unfinished_create_processes(root: &std::path::Path, id: &str) -> Vec<i32> {
             continue;
         }
         let proc_dir = e.path();
-        // the sealed binary is a bind mount of this very file; once a process has pivoted into a
-        // container its exe link reads `/`, so the file is compared, not only the name
+        // the sealed binary is a bind mount of this very file, and its path may not resolve from
+        // here once the process has its own mount namespace: the file is compared, not only the name
         let same_file = std::fs::metadata(proc_dir.join("exe"))
             .ok()
             .zip(own.as_ref())
