@@ -25,6 +25,7 @@ pub struct InitContainerBuilder {
     detached: bool,
     no_pivot: bool,
     as_sibling: bool,
+    oci_bundle: Option<PathBuf>,
 }
 
 impl InitContainerBuilder {
@@ -38,6 +39,7 @@ impl InitContainerBuilder {
             detached: true,
             no_pivot: false,
             as_sibling: false,
+            oci_bundle: None,
         }
     }
 
@@ -69,6 +71,13 @@ impl InitContainerBuilder {
     /// Replaces the bundle set by [`ContainerBuilder::as_init`].  
     pub fn with_bundle<P: Into<PathBuf>>(mut self, bundle: P) -> Self {
         self.bundle = bundle.into();
+        self
+    }
+
+    /// Sets the bundle reported in the container's OCI state (hooks, `state`) when the spec is
+    /// loaded from another directory (see [`InitContainerBuilder::with_bundle`]).
+    pub fn with_oci_bundle<P: Into<PathBuf>>(mut self, bundle: P) -> Self {
+        self.oci_bundle = Some(bundle.into());
         self
     }
 
@@ -219,13 +228,14 @@ impl InitContainerBuilder {
     }
 
     fn create_container_state(&self, container_dir: &Path) -> Result<Container, LibcontainerError> {
-        let container = Container::new(
+        let mut container = Container::new(
             &self.base.container_id,
             ContainerStatus::Creating,
             None,
             &self.bundle,
             container_dir,
         )?;
+        container.state.oci_bundle = self.oci_bundle.clone();
         container.save()?;
         Ok(container)
     }

@@ -132,6 +132,11 @@ pub struct State {
     /// create this group and MUST remove it when the container is deleted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub intel_rdt_monitoring_dir: Option<PathBuf>,
+    /// The bundle reported in the OCI state (what hooks read on stdin) when it is not `bundle`, the
+    /// directory config.json was loaded from: a runtime that writes a rewritten spec into a private
+    /// bundle reports the caller's bundle, as the OCI spec asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oci_bundle: Option<PathBuf>,
 }
 
 impl State {
@@ -156,6 +161,7 @@ impl State {
             clean_up_intel_rdt_subdirectory: None,
             intel_rdt_dir: None,
             intel_rdt_monitoring_dir: None,
+            oci_bundle: None,
         }
     }
 
@@ -274,7 +280,7 @@ impl TryFrom<&State> for OciState {
             .version(state.oci_version.clone())
             .id(state.id.clone())
             .status(status)
-            .bundle(state.bundle.clone());
+            .bundle(state.oci_bundle.clone().unwrap_or_else(|| state.bundle.clone()));
 
         // Preserve None vs empty map distinction per OCI spec
         if let Some(annotations) = &state.annotations {

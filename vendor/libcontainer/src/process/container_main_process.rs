@@ -230,7 +230,13 @@ pub fn container_main_process(container_args: &ContainerArgs) -> Result<Pid> {
                 .id(container.state.id.clone())
                 .status(oci_status)
                 .pid(init_pid.as_raw())
-                .bundle(container.state.bundle.clone())
+                .bundle(
+                    container
+                        .state
+                        .oci_bundle
+                        .clone()
+                        .unwrap_or_else(|| container.state.bundle.clone()),
+                )
                 .annotations(container.state.annotations.clone().unwrap_or_default())
                 .build()
                 .map_err(|e| ProcessError::OciStateBuild(e.to_string()))?;
