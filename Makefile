@@ -10,7 +10,7 @@ DEMO := bundles/demo
 ROOT ?= /run/rloxsc
 DEMO_PORT := 47123
 
-.PHONY: all deps build build-fault bundles demo test unit-test integration-test test-v2 test-clients adversarial bench bench-clients fuzz install uninstall fmt clean
+.PHONY: all deps build build-fault bundles demo lint test unit-test integration-test test-v2 test-clients adversarial bench bench-clients fuzz install uninstall fmt clean
 
 all: build
 
@@ -46,9 +46,15 @@ unit-test: deps
 integration-test: build build-fault bundles
 	$(CARGO) test --release --locked --no-fail-fast --tests -- --test-threads=2
 
-# Everything: unit tests, integration tests that start real containers on this host (needs root),
+# Formatting and lints (clippy with every warning an error; the crate's [lints] deny unsafe blocks
+# without a SAFETY comment).
+lint: deps
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --release --locked --all-targets -- -D warnings
+
+# Everything: lints, unit tests, integration tests that start real containers on this host (needs root),
 # the cgroup v2 suite in a throwaway QEMU guest, then Docker, Podman and ctr driving rloxsc.
-test: build build-fault bundles
+test: lint build build-fault bundles
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the integration tests create real containers" >&2; exit 1; }
 	$(CARGO) test --release --locked --no-fail-fast -- --test-threads=2
 	bash scripts/deps.sh --fuzz && bash scripts/fuzz.sh 30

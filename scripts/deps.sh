@@ -31,7 +31,9 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 if command -v rustup >/dev/null 2>&1; then
-    rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt >/dev/null 2>&1 || true
+    for comp in rustfmt clippy; do
+        rustup component list --installed 2>/dev/null | grep -q "^$comp" || rustup component add "$comp" >/dev/null 2>&1 || true
+    done
 fi
 [ -f /usr/lib/x86_64-linux-gnu/libseccomp.a ] || { echo "deps: static libseccomp (libseccomp-dev) missing" >&2; exit 1; }
 # cargo-fuzz builds libFuzzer (C++, from build-essential) into the targets; it runs on the stable

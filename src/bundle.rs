@@ -1,17 +1,21 @@
 //! rloxsc's own directories under `--root`: libcontainer's state and the private bundles.
 //!
 //! libcontainer reads the spec only from `<bundle>/config.json`, so the hardened spec lives in a bundle
-//! directory of rloxsc's own (`<root>/bundles/<id>`), never in the caller's. It also keeps what rloxsc
-//! needs after create: the caller's bundle path (reported by `state`) and the list of changes.
+//! directory of rloxsc's own (`<root>/bundles/<id>`), never in the caller's. Next to it,
+//! `rloxsc.json` ([`ContainerRecord`]) keeps what rloxsc needs after create: the caller's bundle path
+//! (reported by `state` and to hooks), the list of changes, and the container's effective policy,
+//! which every later verb on the container applies.
 
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use oci_spec::runtime::Spec;
 use serde::{Deserialize, Serialize};
+
+use crate::fsutil;
+use crate::policy::Policy;
 
 /// The directories rloxsc keeps under its root.
 #[derive(Debug, Clone)]
@@ -19,13 +23,16 @@ pub struct Layout {
     root: PathBuf,
 }
 
-/// What rloxsc remembers about a container besides libcontainer's state.
+/// What rloxsc remembers about a container besides libcontainer's state (`rloxsc.json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct BundleMeta {
+pub struct ContainerRecord {
     /// The bundle directory the caller gave.
     pub caller_bundle: PathBuf,
     /// Every tightening applied to the caller's spec.
     pub changes: Vec<String>,
+    /// The container's effective policy (the policy in force at create, tightened by the spec's
+    /// annotations): what `start`, `exec`, `update`, `events` and `delete` apply to it.
+    pub policy: Policy,
 }
 
 impl Layout {
@@ -71,15 +78,16 @@ impl Layout {
     }
 
     /// Writes the private bundle of `id`: the hardened config.json and rloxsc.json. Fails if it exists.
-    pub fn write_bundle(&self, id: &str, spec: &Spec, meta: &BundleMeta) -> Result<PathBuf> {
+    /// (Compact JSON and no fsync: the state root is a tmpfs, and a crash takes the containers too.)
+    pub fn write_bundle(&self, id: &str, spec: &Spec, meta: &ContainerRecord) -> Result<PathBuf> {
         let dir = self.bundle_dir(id);
         fs::DirBuilder::new()
             .mode(0o700)
             .create(&dir)
             .with_context(|| format!("cannot create private bundle {}", dir.display()))?;
         let res = (|| -> Result<()> {
-            write_new(&dir.join("config.json"), &serde_json::to_vec(spec)?)?;
-            write_new(&dir.join("rloxsc.json"), &serde_json::to_vec_pretty(meta)?)?;
+            fsutil::write_new(&dir.join("config.json"), &serde_json::to_vec(spec)?, 0o600)?;
+            fsutil::write_new(&dir.join("rloxsc.json"), &serde_json::to_vec(meta)?, 0o600)?;
             Ok(())
         })();
         if let Err(e) = res {
@@ -89,10 +97,12 @@ impl Layout {
         Ok(dir)
     }
 
-    /// Reads rloxsc.json of `id`, if present.
-    pub fn read_meta(&self, id: &str) -> Option<BundleMeta> {
-        let data = fs::read(self.bundle_dir(id).join("rloxsc.json")).ok()?;
-        serde_json::from_slice(&data).ok()
+    /// Reads rloxsc.json of `id`.
+    pub fn read_record(&self, id: &str) -> Result<ContainerRecord> {
+        let p = self.bundle_dir(id).join("rloxsc.json");
+        let data = fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?;
+        serde_json::from_slice(&data)
+            .with_context(|| format!("{} is not rloxsc's record", p.display()))
     }
 
     /// Reads the hardened spec of `id`.
@@ -104,12 +114,7 @@ impl Layout {
     /// Replaces the hardened spec of `id` (after `update`), atomically.
     pub fn rewrite_spec(&self, id: &str, spec: &Spec) -> Result<()> {
         let p = self.bundle_dir(id).join("config.json");
-        let tmp = self
-            .bundle_dir(id)
-            .join(format!(".config.json.{}", std::process::id()));
-        fs::write(&tmp, serde_json::to_vec(spec)?)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        fs::rename(&tmp, &p).with_context(|| format!("cannot replace {}", p.display()))
+        fsutil::replace_file(&p, &serde_json::to_vec(spec)?, 0o600, "hardened spec")
     }
 
     /// Removes the private bundle of `id` (absent is fine).
@@ -123,17 +128,48 @@ impl Layout {
     }
 }
 
-fn write_new(path: &Path, data: &[u8]) -> Result<()> {
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
+/// Reads and parses the caller's config.json with a clear error for every kind of bad input.
+pub fn load_caller_spec(bundle: &Path) -> Result<Spec> {
+    load_caller_spec_file(&bundle.join("config.json"))
+}
+
+/// [`load_caller_spec`] of a config file at any path.
+pub fn load_caller_spec_file(path: &Path) -> Result<Spec> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // non-blocking open and at most the limit + 1 bytes: a FIFO or /dev/zero as config.json must not
+    // hang rloxsc or make it read without end (a symlinked config.json is the caller's business)
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
-    f.write_all(data)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    f.sync_data().ok();
-    Ok(())
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let data = match fsutil::read_open_regular_bounded(f, path, MAX_CONFIG_BYTES) {
+        Ok(d) => d,
+        Err(e) if e.to_string().contains("larger than") => bail!(
+            "{} is over 16 MiB; rloxsc refuses config files that large",
+            path.display()
+        ),
+        Err(e) => return Err(e),
+    };
+    parse_caller_spec(&data, path)
+}
+
+/// The largest config.json rloxsc reads.
+pub const MAX_CONFIG_BYTES: usize = 16 * 1024 * 1024;
+
+/// Parses the bytes of a caller's config.json (read from `path`, named in errors); what
+/// [`load_caller_spec_file`] does after reading, and what `fuzz/` feeds arbitrary bytes.
+pub fn parse_caller_spec(data: &[u8], path: &Path) -> Result<Spec> {
+    if data.len() > MAX_CONFIG_BYTES {
+        bail!(
+            "{} is over 16 MiB; rloxsc refuses config files that large",
+            path.display()
+        );
+    }
+    let value: serde_json::Value = serde_json::from_slice(data)
+        .map_err(|e| anyhow!("{} is not valid JSON: {e}", path.display()))?;
+    serde_json::from_value(value)
+        .map_err(|e| anyhow!("{} is not a valid OCI runtime spec: {e}", path.display()))
 }
 
 #[cfg(test)]
@@ -145,19 +181,19 @@ mod tests {
         let root = std::env::temp_dir().join(format!("rloxsc-layout-{}", std::process::id()));
         let l = Layout::new(&root);
         l.ensure().unwrap();
-        let meta = BundleMeta {
+        let meta = ContainerRecord {
             caller_bundle: "/b".into(),
             changes: vec!["x".into()],
+            policy: Policy::default(),
         };
         l.write_bundle("c1", &Spec::default(), &meta).unwrap();
         assert!(
             l.write_bundle("c1", &Spec::default(), &meta).is_err(),
             "exists"
         );
-        assert_eq!(
-            l.read_meta("c1").unwrap().caller_bundle,
-            PathBuf::from("/b")
-        );
+        let back = l.read_record("c1").unwrap();
+        assert_eq!(back.caller_bundle, PathBuf::from("/b"));
+        assert_eq!(back.policy, Policy::default());
         l.read_spec("c1").unwrap();
         l.remove_bundle("c1").unwrap();
         l.remove_bundle("c1").unwrap();

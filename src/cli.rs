@@ -322,6 +322,48 @@ pub fn parse_bytes(s: &str) -> std::result::Result<i64, String> {
         .map_err(|_| format!("invalid size {s:?}"))
 }
 
+/// What a verb does, as far as the runtime's own safety is concerned. Decided in one place,
+/// [`Command::traits`], by a match without a wildcard arm: a new verb does not compile until someone
+/// says whether it starts container processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerbTraits {
+    /// It puts clones of this process into a container (create, run, exec), so it runs from the
+    /// sealed binary (CVE-2019-5736).
+    pub starts_container_processes: bool,
+    /// It starts or widens a container, so an invalid policy file refuses it.
+    pub widens: bool,
+    /// It only prints: a closed stdout ends it quietly (SIGPIPE's default disposition).
+    pub prints_only: bool,
+}
+
+impl Command {
+    /// The traits of this verb.
+    pub fn traits(&self) -> VerbTraits {
+        let t = |starts, widens, prints_only| VerbTraits {
+            starts_container_processes: starts,
+            widens,
+            prints_only,
+        };
+        match self {
+            Command::Create(_) | Command::Run { .. } | Command::Exec(_) => t(true, true, false),
+            Command::Start { .. } | Command::Update(_) => t(false, true, false),
+            Command::Spec { .. } => t(false, true, false),
+            Command::Policy { .. } => t(false, true, true),
+            Command::State { .. }
+            | Command::List { .. }
+            | Command::Ps { .. }
+            | Command::Events { .. }
+            | Command::Features
+            | Command::Doctor => t(false, false, true),
+            Command::Kill { .. }
+            | Command::Delete { .. }
+            | Command::Pause { .. }
+            | Command::Resume { .. } => t(false, false, false),
+            Command::Checkpoint(_) | Command::Restore(_) => t(false, false, false),
+        }
+    }
+}
+
 /// Any arguments, for verbs that answer with a clear "not implemented" error.
 #[derive(Debug, clap::Args)]
 pub struct Unimplemented {
@@ -343,20 +385,10 @@ pub fn version_text() -> String {
 /// Parses the command line, runs the verb and returns the process exit status.
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    let traits = cli.command.as_ref().map(Command::traits);
     // Rust ignores SIGPIPE, so `println!` panics when the reader has gone (`rloxsc list -q | grep -q`):
     // verbs that only print end quietly instead, like any Unix tool (never those that own a container)
-    if cli.version
-        || matches!(
-            cli.command,
-            Some(Command::List { .. })
-                | Some(Command::State { .. })
-                | Some(Command::Ps { .. })
-                | Some(Command::Events { .. })
-                | Some(Command::Features)
-                | Some(Command::Policy { .. })
-                | Some(Command::Doctor)
-        )
-    {
+    if cli.version || traits.is_some_and(|t| t.prints_only) {
         // SAFETY: single-threaded at this point; restores the default disposition of one signal
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
@@ -374,10 +406,7 @@ pub fn main() -> i32 {
     // every verb that puts a clone of this process into a container: `exec` too, whose tenant process
     // joins the container's pid namespace, and whose `#!/proc/self/exe` payload would otherwise run
     // (and let the container reopen for writing) the unsealed binary (CVE-2019-5736)
-    if matches!(
-        cli.command,
-        Some(Command::Create(_)) | Some(Command::Run { .. }) | Some(Command::Exec(_))
-    ) {
+    if traits.is_some_and(|t| t.starts_container_processes) {
         if let Err(e) = crate::exeseal::ensure_sealed(&cli.root.join("empty")) {
             logger.error(&format!(
                 "refusing to create container processes: {e:#} (policy key {})",
@@ -401,17 +430,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
     let (policy, policy_source) = match crate::policy_file::load(cli.policy.as_deref()) {
         Ok(p) => p,
         Err(e) => {
-            let widening = matches!(
-                cli.command,
-                Some(Command::Create(_))
-                    | Some(Command::Run { .. })
-                    | Some(Command::Exec(_))
-                    | Some(Command::Update(_))
-                    | Some(Command::Spec { .. })
-                    | Some(Command::Policy { .. })
-                    | Some(Command::Start { .. })
-            );
-            if widening {
+            if cli.command.as_ref().is_none_or(|c| c.traits().widens) {
                 return Err(e.context("refusing to run anything until the policy file is fixed"));
             }
             tracing::warn!("{e:#}; using the built-in policy for this cleanup verb");
@@ -434,9 +453,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         bail!("no command given; see rloxsc --help");
     };
     match command {
-        Command::Create(a) => {
-            commands::create::create(&ctx, &create_options(&a, true)?)?;
-        }
+        Command::Create(a) => commands::create::create(&ctx, &create_options(&a, true)?)?,
         Command::Start { id } => commands::start::start(&ctx, &id)?,
         Command::Run {
             create,
@@ -623,6 +640,31 @@ mod tests {
         assert!(lines[0].starts_with("rloxsc version "));
         assert!(lines[1].starts_with("commit: "));
         assert!(lines[2].starts_with("spec: 1."));
+    }
+
+    #[test]
+    fn only_create_run_and_exec_start_container_processes() {
+        for argv in [
+            vec!["rloxsc", "create", "x"],
+            vec!["rloxsc", "run", "x"],
+            vec!["rloxsc", "exec", "x", "sh"],
+        ] {
+            let c = Cli::try_parse_from(&argv).unwrap().command.unwrap();
+            assert!(c.traits().starts_container_processes, "{argv:?}");
+            assert!(c.traits().widens, "{argv:?}");
+        }
+        for argv in [
+            vec!["rloxsc", "start", "x"],
+            vec!["rloxsc", "kill", "x"],
+            vec!["rloxsc", "delete", "x"],
+            vec!["rloxsc", "state", "x"],
+            vec!["rloxsc", "list"],
+            vec!["rloxsc", "update", "x"],
+            vec!["rloxsc", "ps", "x"],
+        ] {
+            let c = Cli::try_parse_from(&argv).unwrap().command.unwrap();
+            assert!(!c.traits().starts_container_processes, "{argv:?}");
+        }
     }
 
     #[test]

@@ -74,34 +74,6 @@ pub fn parse_signal(s: &str) -> Result<i32> {
     Ok(sig as i32)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ids() {
-        assert!(validate_id("abc-1.2_3+x").is_ok());
-        assert!(validate_id("").is_err());
-        assert!(validate_id("..").is_err());
-        assert!(validate_id("a/b").is_err());
-        assert!(validate_id("a b").is_err());
-    }
-
-    #[test]
-    fn signals() {
-        assert_eq!(parse_signal("9").unwrap(), 9);
-        assert_eq!(parse_signal("KILL").unwrap(), 9);
-        assert_eq!(parse_signal("SIGKILL").unwrap(), 9);
-        assert_eq!(parse_signal("term").unwrap(), 15);
-        assert_eq!(parse_signal("SIGUSR1").unwrap(), 10);
-        assert_eq!(parse_signal("RTMIN+1").unwrap(), libc::SIGRTMIN() + 1);
-        assert_eq!(parse_signal("40").unwrap(), 40);
-        assert!(parse_signal("NOPE").is_err());
-        assert!(parse_signal("0").is_err());
-        assert!(parse_signal("65").is_err());
-    }
-}
-
 /// The cgroup manager of container `id` (from the cgroup path of its hardened spec).
 pub fn cgroup_manager(layout: &Layout, id: &str) -> Result<libcgroups::common::AnyCgroupManager> {
     let spec = layout.read_spec(id)?;
@@ -130,4 +102,32 @@ pub fn pids(layout: &Layout, id: &str) -> Result<Vec<i32>> {
         .collect();
     v.sort_unstable();
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids() {
+        assert!(validate_id("abc-1.2_3+x").is_ok());
+        assert!(validate_id("").is_err());
+        assert!(validate_id("..").is_err());
+        assert!(validate_id("a/b").is_err());
+        assert!(validate_id("a b").is_err());
+    }
+
+    #[test]
+    fn signals() {
+        assert_eq!(parse_signal("9").unwrap(), 9);
+        assert_eq!(parse_signal("KILL").unwrap(), 9);
+        assert_eq!(parse_signal("SIGKILL").unwrap(), 9);
+        assert_eq!(parse_signal("term").unwrap(), 15);
+        assert_eq!(parse_signal("SIGUSR1").unwrap(), 10);
+        assert_eq!(parse_signal("RTMIN+1").unwrap(), libc::SIGRTMIN() + 1);
+        assert_eq!(parse_signal("40").unwrap(), 40);
+        assert!(parse_signal("NOPE").is_err());
+        assert!(parse_signal("0").is_err());
+        assert!(parse_signal("65").is_err());
+    }
 }

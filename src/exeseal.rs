@@ -41,17 +41,18 @@ pub enum Sealing {
 /// How `path` (normally `/proc/self/exe` or `/proc/<pid>/exe`) is protected.
 pub fn sealing_of(path: &Path) -> Sealing {
     let c = CString::new(path.as_os_str().as_bytes()).expect("no NUL in a path");
-    // SAFETY: statfs/statvfs into zeroed structs.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    let mut sv: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0
-        && unsafe { libc::statvfs(c.as_ptr(), &mut sv) } == 0
-        && st.f_type as i64 == OVERLAYFS_SUPER_MAGIC
-        && (sv.f_flag & libc::ST_RDONLY) != 0
-    {
+    // SAFETY: statfs and statvfs are plain-data C structs, for which all-zero bytes are valid.
+    let (mut st, mut sv): (libc::statfs, libc::statvfs) =
+        unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    // SAFETY: `c` is a NUL-terminated path and `st` a struct the kernel fills.
+    let statfs_ok = unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0;
+    // SAFETY: as above, for statvfs.
+    let statvfs_ok = unsafe { libc::statvfs(c.as_ptr(), &mut sv) } == 0;
+    let read_only = statvfs_ok && (sv.f_flag & libc::ST_RDONLY) != 0;
+    if statfs_ok && read_only && st.f_type == OVERLAYFS_SUPER_MAGIC {
         return Sealing::ReadOnlyOverlay;
     }
-    if unsafe { libc::statvfs(c.as_ptr(), &mut sv) } == 0 && (sv.f_flag & libc::ST_RDONLY) != 0 {
+    if read_only {
         return Sealing::ReadOnlyMount;
     }
     if let Ok(f) = std::fs::File::open(path) {
@@ -76,6 +77,7 @@ fn sys(ret: libc::c_long, what: &str) -> Result<OwnedFd> {
 /// A detached read-only overlayfs whose top layer is `dir`; returns an fd to `name` in it.
 fn overlay_copy(dir: &Path, name: &CStr, empty: &Path) -> Result<OwnedFd> {
     let fs = sys(
+        // SAFETY: fsopen with a NUL-terminated filesystem name; the result is checked by `sys`.
         unsafe { libc::syscall(libc::SYS_fsopen, c"overlay".as_ptr(), FSOPEN_CLOEXEC) },
         "fsopen(overlay)",
     )?;
@@ -95,6 +97,7 @@ fn overlay_copy(dir: &Path, name: &CStr, empty: &Path) -> Result<OwnedFd> {
     if rc < 0 {
         bail!("fsconfig(lowerdir): {}", std::io::Error::last_os_error());
     }
+    // SAFETY: fsconfig's create command on our fs context fd takes no key or value.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_fsconfig,
@@ -109,6 +112,7 @@ fn overlay_copy(dir: &Path, name: &CStr, empty: &Path) -> Result<OwnedFd> {
         bail!("fsconfig(create): {}", std::io::Error::last_os_error());
     }
     let mnt = sys(
+        // SAFETY: fsmount of our created fs context with integer flags; checked by `sys`.
         unsafe {
             libc::syscall(
                 libc::SYS_fsmount,

@@ -1,21 +1,30 @@
 //! rloxsc: a hardened, runc-compatible OCI container runtime.
 //!
-//! The crate splits in three layers:
-//! - policy ([`policy`], [`harden`]): what the hardened spec must be, as a pure, unit-tested
-//!   transformation of the caller's spec;
-//! - mechanics ([`commands`], [`executor`], [`seccomp`], [`verify`], [`bundle`], [`facts`]): driving
-//!   libcontainer, installing the seccomp filter, and verifying from outside that containment applied;
-//! - the CLI ([`cli`]): runc's flags and verbs.
+//! The crate splits in four layers:
+//! - policy ([`policy`], [`policy_file`], [`harden`]): what the hardened spec must be, as a pure,
+//!   unit-tested transformation of the caller's spec, checked against [`harden::invariants`];
+//! - the launch path ([`launch`]): the one way `create`, `run` and `exec` start container processes
+//!   through libcontainer, with the container's effective policy;
+//! - mechanics ([`executor`], [`seccomp`], [`verify`], [`bundle`], [`facts`], [`cgroups`],
+//!   [`exeseal`], [`netns`], [`tty`]): the in-container executor and its seccomp filter, the
+//!   verification from outside (observe, then judge), the state rloxsc keeps;
+//! - the CLI ([`cli`]) and the verbs ([`commands`]): runc's flags, each verb a thin module.
 
 pub mod bundle;
+pub mod cgroups;
 pub mod cli;
 pub mod commands;
 pub mod container;
+pub mod errors;
 pub mod executor;
 pub mod exeseal;
 pub mod facts;
 pub mod fault;
+pub mod fsutil;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod harden;
+pub mod launch;
 pub mod logging;
 pub mod netns;
 pub mod policy;

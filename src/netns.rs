@@ -41,7 +41,9 @@ fn set_lo_up() -> Result<()> {
     if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut ifr) } < 0 {
         bail!("SIOCGIFFLAGS lo: {}", std::io::Error::last_os_error());
     }
+    // SAFETY: SIOCGIFFLAGS filled the flags member of the union, the one read and written here.
     unsafe { ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
+    // SAFETY: as above, SIOCSIFFLAGS with the same valid ifreq.
     if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &ifr) } < 0 {
         bail!("SIOCSIFFLAGS lo: {}", std::io::Error::last_os_error());
     }

@@ -60,10 +60,46 @@ pub mod keys {
     pub const EXE_SEAL: &str = "runtime.sealed_binary";
     /// Runtime options that would weaken containment (e.g. `--no-pivot`).
     pub const CLI: &str = "cli.weakening_options";
+    /// Syscalls a policy allows on top of rloxsc's allowlist (never a forbidden one).
+    pub const EXTRA_SYSCALLS: &str = "seccomp.extra_syscalls";
+    /// The hardened spec satisfies every hardening invariant (a broken one is an internal error).
+    pub const INVARIANTS: &str = "hardening.invariants";
+
+    /// Every key above, in the order docs/SPECIFICATION.md lists them.
+    pub const ALL: &[&str] = &[
+        NAMESPACES,
+        NAMESPACES_JOIN,
+        NETWORK_MODE,
+        SECCOMP,
+        EXTRA_SYSCALLS,
+        READONLY_ROOT,
+        ROOTFS,
+        MASKED_PATHS,
+        READONLY_PATHS,
+        TMPFS,
+        MOUNT_TYPES,
+        SENSITIVE_BINDS,
+        WRITABLE_BINDS,
+        PIDS,
+        MEMORY,
+        NOFILE,
+        CORE,
+        PRIORITY,
+        UNIFIED,
+        CAPABILITIES,
+        NO_NEW_PRIVS,
+        OOM_SCORE_ADJ,
+        DEVICES,
+        SYSCTL,
+        CGROUP_PARENT,
+        EXE_SEAL,
+        CLI,
+        INVARIANTS,
+    ];
 }
 
 /// A numeric limit: the value used when the caller gives none, and the highest value a caller may ask for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Limit {
     /// Applied when the caller sets no limit (or "unlimited").
     pub default: u64,
@@ -84,7 +120,8 @@ impl Limit {
 }
 
 /// What the container's network namespace may contain once the caller's hooks have run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum NetworkMode {
     /// Only the loopback interface (the default).
     LoopbackOnly,
@@ -102,8 +139,10 @@ impl NetworkMode {
     }
 }
 
-/// The hardening policy.
-#[derive(Debug, Clone, PartialEq)]
+/// The hardening policy. A container's *effective* policy (this one tightened by its annotations) is
+/// stored with its state, and every later verb (`start`, `exec`, `update`, `events`, `delete`) reads
+/// that one, never the policy file of the moment.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Policy {
     /// pids cgroup limit (`pids.max`).
     pub pids: Limit,
@@ -305,6 +344,131 @@ mod tests {
         for c in DEFAULT_CAPABILITIES {
             assert!(!FORBIDDEN_CAPABILITIES.contains(c), "{c:?} is forbidden");
         }
+    }
+
+    fn human(bytes: u64) -> String {
+        if bytes % GIB == 0 {
+            format!("{} GiB", bytes / GIB)
+        } else {
+            format!("{} MiB", bytes / MIB)
+        }
+    }
+
+    // docs/SPECIFICATION.md states each promise once: every key exactly once, the numbers of
+    // Policy::default(), and only functions and tests that exist (Firecracker's SPECIFICATION.md,
+    // enforced by CI, is the model).
+    #[test]
+    fn specification_lists_every_key_with_the_numbers_of_the_code() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let doc = std::fs::read_to_string(root.join("docs/SPECIFICATION.md")).unwrap();
+        let rows: Vec<(String, String)> = doc
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| l.split_once('`'))
+            .map(|(k, rest)| (k.to_string(), rest.to_string()))
+            .collect();
+        for k in keys::ALL {
+            let n = rows.iter().filter(|(key, _)| key == k).count();
+            assert_eq!(
+                n, 1,
+                "policy key {k} is listed {n} times in docs/SPECIFICATION.md"
+            );
+        }
+        for (k, _) in &rows {
+            assert!(
+                keys::ALL.contains(&k.as_str()),
+                "docs/SPECIFICATION.md lists unknown key {k}"
+            );
+        }
+        let row = |k: &str| rows.iter().find(|(key, _)| key == k).unwrap().1.clone();
+        let p = Policy::default();
+        let want: Vec<(&str, String)> = vec![
+            (
+                keys::PIDS,
+                format!("default {}, ceiling {}", p.pids.default, p.pids.ceiling),
+            ),
+            (
+                keys::MEMORY,
+                format!(
+                    "default {}, ceiling {}",
+                    human(p.memory_bytes.default),
+                    human(p.memory_bytes.ceiling)
+                ),
+            ),
+            (
+                keys::NOFILE,
+                format!("default {}, ceiling {}", p.nofile.default, p.nofile.ceiling),
+            ),
+            (
+                keys::TMPFS,
+                format!(
+                    "default {}, ceiling {}",
+                    human(p.tmpfs_bytes.default),
+                    human(p.tmpfs_bytes.ceiling)
+                ),
+            ),
+            (
+                keys::CAPABILITIES,
+                format!(
+                    "clamped to {} capabilities ({})",
+                    p.capabilities.len(),
+                    p.capabilities
+                        .iter()
+                        .map(|c| format!("CAP_{c}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+            (
+                keys::MASKED_PATHS,
+                format!("{} paths always masked", MASKED_PATHS.len()),
+            ),
+            (
+                keys::READONLY_PATHS,
+                format!("{} paths read-only", READONLY_PATHS.len()),
+            ),
+            (
+                keys::NETWORK_MODE,
+                format!("default `{}`", p.network.as_str()),
+            ),
+            (
+                keys::WRITABLE_BINDS,
+                format!("default {}", p.writable_binds),
+            ),
+            (keys::CGROUP_PARENT, format!("under {} ", p.cgroup_parent)),
+            (
+                keys::EXTRA_SYSCALLS,
+                if p.extra_syscalls.is_empty() {
+                    "default none".to_string()
+                } else {
+                    p.extra_syscalls.join(", ")
+                },
+            ),
+        ];
+        for (k, text) in want {
+            assert!(
+                row(k).contains(&text),
+                "docs/SPECIFICATION.md row {k} does not say {text:?}"
+            );
+        }
+        // every `path.rs::name` named exists
+        let mut checked = 0;
+        for cell in doc.split('`').skip(1).step_by(2) {
+            let Some((file, name)) = cell.split_once("::") else {
+                continue;
+            };
+            if !file.ends_with(".rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(root.join(file))
+                .unwrap_or_else(|e| panic!("docs/SPECIFICATION.md names {file}: {e}"));
+            assert!(
+                text.contains(&format!("fn {name}(")) || text.contains(&format!("fn {name}<")),
+                "docs/SPECIFICATION.md names {cell}, which does not exist"
+            );
+            checked += 1;
+        }
+        assert!(checked > 50, "only {checked} references checked");
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! [mounts]
 //! writable_binds = true
 //! [seccomp]
-//! extra_syscalls = ["sethostname"] # allowed on top of rloxsc's allowlist, logged at every create
+//! extra_syscalls = ["get_mempolicy"] # on top of rloxsc's allowlist for create, run and exec; logged
 //! [records]
 //! dir = "/var/lib/rloxsc/records"
 //! [cgroups]

@@ -6,7 +6,7 @@
 //! `memory.oom_control` `oom_kill`, `pids.events` `max`; v2 `memory.events` `oom_kill`, `pids.events`),
 //! the limits in force and the tightenings rloxsc applied.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -27,24 +27,10 @@ pub struct CgroupReadings {
     pub pids_limit_hits: u64,
 }
 
-fn read_u64(p: &Path) -> Option<u64> {
-    std::fs::read_to_string(p).ok()?.trim().parse().ok()
-}
-
-fn read_key(p: &Path, key: &str) -> Option<u64> {
-    std::fs::read_to_string(p)
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix(key).and_then(|v| v.trim().parse().ok()))
-}
-
 /// Reads the counters of the cgroup at `cgroups_path` (as in the spec: `/rloxsc/<id>`).
 pub fn read_cgroup(cgroups_path: &Path) -> CgroupReadings {
-    let rel: PathBuf = cgroups_path
-        .strip_prefix("/")
-        .unwrap_or(cgroups_path)
-        .to_path_buf();
-    let v1 = |c: &str| Path::new("/sys/fs/cgroup").join(c).join(&rel);
+    use crate::cgroups::{read_key, read_u64, v1_path_dir, v2_path_dir};
+    let v1 = |c: &str| v1_path_dir(cgroups_path, c);
     if v1("memory").exists() {
         let cpu = v1("cpuacct");
         return CgroupReadings {
@@ -53,18 +39,18 @@ pub fn read_cgroup(cgroups_path: &Path) -> CgroupReadings {
             cpu_system_ns: read_u64(&cpu.join("cpuacct.usage_sys")).unwrap_or(0),
             peak_memory_bytes: read_u64(&v1("memory").join("memory.max_usage_in_bytes"))
                 .unwrap_or(0),
-            oom_kills: read_key(&v1("memory").join("memory.oom_control"), "oom_kill ").unwrap_or(0),
-            pids_limit_hits: read_key(&v1("pids").join("pids.events"), "max ").unwrap_or(0),
+            oom_kills: read_key(&v1("memory").join("memory.oom_control"), "oom_kill").unwrap_or(0),
+            pids_limit_hits: read_key(&v1("pids").join("pids.events"), "max").unwrap_or(0),
         };
     }
-    let d = Path::new("/sys/fs/cgroup").join(&rel);
+    let d = v2_path_dir(cgroups_path);
     CgroupReadings {
         version: "v2",
-        cpu_user_ns: read_key(&d.join("cpu.stat"), "user_usec ").unwrap_or(0) * 1000,
-        cpu_system_ns: read_key(&d.join("cpu.stat"), "system_usec ").unwrap_or(0) * 1000,
+        cpu_user_ns: read_key(&d.join("cpu.stat"), "user_usec").unwrap_or(0) * 1000,
+        cpu_system_ns: read_key(&d.join("cpu.stat"), "system_usec").unwrap_or(0) * 1000,
         peak_memory_bytes: read_u64(&d.join("memory.peak")).unwrap_or(0),
-        oom_kills: read_key(&d.join("memory.events"), "oom_kill ").unwrap_or(0),
-        pids_limit_hits: read_key(&d.join("pids.events"), "max ").unwrap_or(0),
+        oom_kills: read_key(&d.join("memory.events"), "oom_kill").unwrap_or(0),
+        pids_limit_hits: read_key(&d.join("pids.events"), "max").unwrap_or(0),
     }
 }
 
@@ -154,10 +140,11 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
-    /// Builds the record of a run.
+    /// Builds the record of a run; `ending` is `None` when the client reaped the init (records written
+    /// at `delete`), so only the cgroup's counters tell how it went.
     pub fn new(
         id: &str,
-        ending: Ending,
+        ending: Option<Ending>,
         timed_out: bool,
         wall_time_s: f64,
         c: &CgroupReadings,
@@ -166,14 +153,17 @@ impl RunRecord {
     ) -> Self {
         RunRecord {
             id: id.to_string(),
-            status: status(ending, timed_out, c),
+            status: match ending {
+                Some(e) => status(e, timed_out, c),
+                None => status_without_exit(c),
+            },
             exit_code: match ending {
-                Ending::Exited(c) => Some(c),
-                Ending::Signaled(_) => None,
+                Some(Ending::Exited(c)) => Some(c),
+                _ => None,
             },
             signal: match ending {
-                Ending::Signaled(s) => Some(s),
-                Ending::Exited(_) => None,
+                Some(Ending::Signaled(s)) => Some(s),
+                _ => None,
             },
             wall_time_s,
             user_cpu_s: c.cpu_user_ns as f64 / 1e9,
@@ -187,6 +177,53 @@ impl RunRecord {
             cgroup: c.version,
             tightenings,
         }
+    }
+}
+
+impl RunRecord {
+    /// The record of container `id` from its state: the cgroup's counters, its limits and the
+    /// tightenings rloxsc made.
+    pub fn of_container(
+        layout: &crate::bundle::Layout,
+        id: &str,
+        ending: Option<Ending>,
+        timed_out: bool,
+        wall_time_s: f64,
+        timeout: Option<std::time::Duration>,
+    ) -> anyhow::Result<RunRecord> {
+        use anyhow::Context as _;
+        let spec = layout.read_spec(id)?;
+        let cg = spec
+            .linux()
+            .as_ref()
+            .and_then(|l| l.cgroups_path().clone())
+            .context("the hardened spec has no cgroup path")?;
+        let limits = Limits {
+            pids: crate::harden::resources::pids_limit(&spec),
+            memory_bytes: crate::harden::resources::memory_limit(&spec),
+            timeout_s: timeout.map(|t| t.as_secs_f64()),
+        };
+        let tightenings = layout
+            .read_record(id)
+            .map(|m| m.changes)
+            .unwrap_or_default();
+        Ok(RunRecord::new(
+            id,
+            ending,
+            timed_out,
+            wall_time_s,
+            &read_cgroup(&cg),
+            limits,
+            tightenings,
+        ))
+    }
+
+    /// Writes the record as one JSON object (and a newline) to `path`, replacing it atomically and
+    /// never through a symlink.
+    pub fn write(&self, path: &Path) -> anyhow::Result<()> {
+        let mut json = serde_json::to_vec_pretty(self)?;
+        json.push(b'\n');
+        crate::fsutil::replace_file(path, &json, 0o644, "run record")
     }
 }
 
@@ -229,7 +266,7 @@ mod tests {
     fn record_fields() {
         let r = RunRecord::new(
             "x",
-            Ending::Signaled(9),
+            Some(Ending::Signaled(9)),
             false,
             1.5,
             &readings(2, 0),

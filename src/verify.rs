@@ -1,6 +1,8 @@
 //! Verification from outside: before a container's payload may run, rloxsc reads what the kernel says
-//! about the container's init (`/proc/<pid>/...`, the cgroup files) and compares it with the hardened
-//! spec. Any mismatch is a [`Failure`] naming what is missing and the policy key that governs it.
+//! about the container's processes (`/proc/<pid>/...`, the cgroup files) and compares it with the
+//! hardened spec and the container's effective policy. Two halves: [`observe`] does the reading (I/O
+//! only, through `procfs`), [`judge`] the comparison (pure, unit-tested). Any mismatch is a
+//! [`Failure`] naming what is missing and the policy key that governs it.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -44,97 +46,396 @@ const FALLBACK_DEVICES: &[&str] = &[
     "ip_vti0",
 ];
 
-/// Runs every check against the container whose init is `pid`. Returns all failures (empty = contained).
-pub fn verify_container(
-    pid: i32,
-    spec: &Spec,
-    policy: &Policy,
-    facts_like: &HostFacts,
-) -> Vec<Failure> {
+/// What rloxsc reads about one container process from the kernel, before judging it. Every field is
+/// either what was read or why it could not be read; [`judge`] turns both into failures.
+#[derive(Debug, Clone)]
+pub struct Observation {
+    /// The process observed.
+    pub pid: i32,
+    /// Its `/proc/<pid>/status`.
+    pub status: Result<StatusFacts, String>,
+    /// (device, inode) of each namespace asked about (`None`: unreadable).
+    pub namespaces: Vec<(LinuxNamespaceType, Option<(u64, u64)>)>,
+    /// How its executable is protected (CVE-2019-5736).
+    pub exe: crate::exeseal::Sealing,
+    /// The interfaces of its network namespace.
+    pub interfaces: Result<Vec<String>, String>,
+    /// Its visible mounts.
+    pub mounts: Result<Vec<MountLine>, String>,
+    /// The probed paths (masked and read-only ones) that exist in its root.
+    pub existing_paths: std::collections::BTreeSet<String>,
+    /// Its rlimits.
+    pub rlimits: Result<RlimitFacts, String>,
+    /// Its cgroup limit files.
+    pub cgroup: Result<CgroupFacts, String>,
+    /// The v1 `devices.list` of its device cgroup (absent on v2).
+    pub devices_list: Option<String>,
+    /// Every process in its cgroup, with what their status says (pid, seccomp mode, filters).
+    pub cgroup_processes: Vec<ProcessSeccomp>,
+    /// Its `/proc/<pid>/oom_score_adj`.
+    pub oom_score_adj: Result<i32, String>,
+}
+
+/// The fields of `/proc/<pid>/status` verification needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusFacts {
+    /// NoNewPrivs.
+    pub no_new_privs: Option<u64>,
+    /// Seccomp mode (2 = filter).
+    pub seccomp: Option<u32>,
+    /// Seccomp_filters: how many filters are attached.
+    pub seccomp_filters: Option<u32>,
+    /// CapInh, CapPrm, CapEff, CapBnd, CapAmb.
+    pub caps: [(&'static str, Option<u64>); 5],
+    /// Real, effective, saved and filesystem uid, as the host sees them.
+    pub uids: Option<[u32; 4]>,
+    /// Whether the process has an address space (a zombie or a process inside exit() has none).
+    pub has_mm: bool,
+}
+
+/// One process of a container's cgroup, as far as seccomp is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessSeccomp {
+    /// Its pid.
+    pub pid: i32,
+    /// Its status (`None`: gone while read).
+    pub status: Option<StatusFacts>,
+}
+
+/// The rlimits verification checks: (soft, hard), `u64::MAX` for unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RlimitFacts {
+    /// RLIMIT_NOFILE.
+    pub nofile: (u64, u64),
+    /// RLIMIT_CORE.
+    pub core: (u64, u64),
+    /// RLIMIT_RTPRIO.
+    pub rtprio: (u64, u64),
+    /// RLIMIT_NICE.
+    pub nice: (u64, u64),
+}
+
+/// The cgroup limit files of a container (their trimmed contents, or why they could not be read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CgroupFacts {
+    /// cgroup v1: pids.max, memory.limit_in_bytes, memory.memsw.limit_in_bytes (when swap accounting exists).
+    V1 {
+        /// pids.max
+        pids_max: Result<String, String>,
+        /// memory.limit_in_bytes
+        memory_limit: Result<String, String>,
+        /// memory.memsw.limit_in_bytes
+        memsw_limit: Option<Result<String, String>>,
+    },
+    /// cgroup v2: pids.max, memory.max, memory.swap.max (when present).
+    V2 {
+        /// pids.max
+        pids_max: Result<String, String>,
+        /// memory.max
+        memory_max: Result<String, String>,
+        /// memory.swap.max
+        swap_max: Option<Result<String, String>>,
+    },
+    /// In no pids and memory cgroup.
+    None,
+}
+
+/// What [`observe`] is asked to look at beyond the fixed files: the namespaces that must be the
+/// container's own and the paths (masked, read-only) whose existence in the container's root matters.
+#[derive(Debug, Clone, Default)]
+pub struct Probe {
+    /// Namespaces to read.
+    pub namespaces: Vec<LinuxNamespaceType>,
+    /// Paths inside the container whose existence is checked.
+    pub paths: Vec<String>,
+}
+
+impl Probe {
+    /// What to probe for a container created from `spec` on a host with `facts`.
+    pub fn for_spec(spec: &Spec, facts: &HostFacts) -> Probe {
+        let mut paths: Vec<String> = ["/proc/sys", "/proc/sysrq-trigger"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        if let Some(m) = spec.linux().as_ref().and_then(|l| l.masked_paths().clone()) {
+            paths.extend(m);
+        }
+        Probe {
+            namespaces: required_namespaces(facts),
+            paths,
+        }
+    }
+}
+
+fn read_text(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Parses the fields of a `/proc/<pid>/status` text that verification needs (with `procfs`; the
+/// seccomp filter count, which `procfs` does not know, with a local lookup).
+pub fn parse_status(text: &str) -> Result<StatusFacts, String> {
+    use procfs::FromBufRead;
+    let st = procfs::process::Status::from_buf_read(text.as_bytes()).map_err(|e| e.to_string())?;
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    Ok(StatusFacts {
+        no_new_privs: st.nonewprivs,
+        seccomp: st.seccomp,
+        seccomp_filters: field("Seccomp_filters:"),
+        caps: [
+            ("CapInh", Some(st.capinh)),
+            ("CapPrm", Some(st.capprm)),
+            ("CapEff", Some(st.capeff)),
+            ("CapBnd", st.capbnd),
+            ("CapAmb", st.capamb),
+        ],
+        uids: Some([st.ruid, st.euid, st.suid, st.fuid]),
+        has_mm: text.lines().any(|l| l.starts_with("VmSize:")),
+    })
+}
+
+fn limit_pair(l: &procfs::process::Limit) -> (u64, u64) {
+    use procfs::process::LimitValue;
+    let v = |x: &LimitValue| match x {
+        LimitValue::Unlimited => u64::MAX,
+        LimitValue::Value(n) => *n,
+    };
+    (v(&l.soft_limit), v(&l.hard_limit))
+}
+
+fn mount_line(m: procfs::process::MountInfo) -> MountLine {
+    let mut opts: Vec<String> = m.mount_options.into_keys().collect();
+    opts.sort();
+    MountLine {
+        id: m.mnt_id.to_string(),
+        parent: m.pid.to_string(),
+        point: unescape(&m.mount_point.to_string_lossy()),
+        opts,
+        fstype: m.fs_type,
+        super_opts: m
+            .super_options
+            .iter()
+            .map(|(k, v)| match v {
+                Some(v) => format!("{k}={v}"),
+                None => k.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
+/// Parses mountinfo text into mount lines (all of them, covered or not; with `procfs`).
+pub fn parse_mountinfo(text: &str) -> Result<Vec<MountLine>, String> {
+    use procfs::FromBufRead;
+    procfs::process::MountInfos::from_buf_read(text.as_bytes())
+        .map(|m| m.0.into_iter().map(mount_line).collect())
+        .map_err(|e| e.to_string())
+}
+
+fn observe_cgroup(cg: &crate::cgroups::ProcessCgroups) -> CgroupFacts {
+    let read = |d: &Path, f: &str| read_text(&d.join(f)).map(|s| s.trim().to_string());
+    if let (Some(pd), Some(md)) = (cg.v1_dir("pids"), cg.v1_dir("memory")) {
+        let memsw = md.join("memory.memsw.limit_in_bytes");
+        return CgroupFacts::V1 {
+            pids_max: read(&pd, "pids.max"),
+            memory_limit: read(&md, "memory.limit_in_bytes"),
+            memsw_limit: memsw
+                .exists()
+                .then(|| read(&md, "memory.memsw.limit_in_bytes")),
+        };
+    }
+    if let Some(d) = cg.v2_dir() {
+        let swap = d.join("memory.swap.max");
+        return CgroupFacts::V2 {
+            pids_max: read(&d, "pids.max"),
+            memory_max: read(&d, "memory.max"),
+            swap_max: swap.exists().then(|| read(&d, "memory.swap.max")),
+        };
+    }
+    CgroupFacts::None
+}
+
+/// The status of process `pid`, read through an open `/proc/<pid>` directory.
+pub fn observe_status(pid: i32) -> Result<StatusFacts, String> {
+    read_text(&PathBuf::from(format!("/proc/{pid}/status"))).and_then(|t| parse_status(&t))
+}
+
+/// Reads what the kernel says about the container process `pid` (I/O only; no judgement).
+pub fn observe(pid: i32, probe: &Probe) -> Observation {
     let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    let process = procfs::process::Process::new(pid).map_err(|e| format!("/proc/{pid}: {e}"));
+    let status = observe_status(pid);
+    let namespaces = probe
+        .namespaces
+        .iter()
+        .map(|t| (*t, ns_id(&proc_dir.join("ns").join(ns_file(*t)))))
+        .collect();
+    let interfaces = process.as_ref().map_err(Clone::clone).and_then(|p| {
+        p.dev_status()
+            .map(|d| d.into_keys().collect())
+            .map_err(|e| format!("/proc/{pid}/net/dev: {e}"))
+    });
+    let mounts = process.as_ref().map_err(Clone::clone).and_then(|p| {
+        p.mountinfo()
+            .map(|m| m.0.into_iter().map(mount_line).collect())
+            .map_err(|e| format!("/proc/{pid}/mountinfo: {e}"))
+    });
+    let rlimits = process.as_ref().map_err(Clone::clone).and_then(|p| {
+        p.limits()
+            .map(|l| RlimitFacts {
+                nofile: limit_pair(&l.max_open_files),
+                core: limit_pair(&l.max_core_file_size),
+                rtprio: limit_pair(&l.max_realtime_priority),
+                nice: limit_pair(&l.max_nice_priority),
+            })
+            .map_err(|e| format!("/proc/{pid}/limits: {e}"))
+    });
+    let existing_paths = probe
+        .paths
+        .iter()
+        .filter(|p| {
+            proc_dir
+                .join("root")
+                .join(p.trim_start_matches('/'))
+                .exists()
+        })
+        .cloned()
+        .collect();
+    let cgroups = crate::cgroups::ProcessCgroups::of(pid);
+    let cgroup = match &cgroups {
+        Some(cg) => Ok(observe_cgroup(cg)),
+        None => Err(format!("cannot read /proc/{pid}/cgroup")),
+    };
+    let devices_list = cgroups
+        .as_ref()
+        .and_then(|cg| cg.v1_dir("devices"))
+        .and_then(|d| std::fs::read_to_string(d.join("devices.list")).ok());
+    let cgroup_processes = cgroups
+        .as_ref()
+        .and_then(|cg| cg.procs_dir())
+        .map(|d| crate::cgroups::procs_in(&d))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| ProcessSeccomp {
+            pid: p,
+            status: observe_status(p).ok(),
+        })
+        .collect();
+    let oom_score_adj = read_text(&proc_dir.join("oom_score_adj")).and_then(|t| {
+        t.trim()
+            .parse::<i32>()
+            .map_err(|e| format!("/proc/{pid}/oom_score_adj: {e}"))
+    });
+    Observation {
+        pid,
+        oom_score_adj,
+        status,
+        namespaces,
+        exe: crate::exeseal::sealing_of(&proc_dir.join("exe")),
+        interfaces,
+        mounts,
+        existing_paths,
+        rlimits,
+        cgroup,
+        devices_list,
+        cgroup_processes,
+    }
+}
+
+/// Judges an observation of a container's init against its hardened spec, its effective policy and
+/// the host's facts (pure). Returns every failure (empty = contained).
+pub fn judge(obs: &Observation, spec: &Spec, policy: &Policy, host: &HostFacts) -> Vec<Failure> {
     let mut out = Vec::new();
-    match std::fs::read_to_string(proc_dir.join("status")) {
-        Ok(status) => out.extend(check_status(&status, policy)),
+    match &obs.status {
+        Ok(st) => out.extend(check_status(st, policy)),
         Err(e) => {
             out.push(fail(
                 keys::NAMESPACES,
-                format!("cannot read /proc/{pid}/status: {e}"),
+                format!("cannot read the status of the container's init: {e}"),
             ));
             return out;
         }
     }
-    out.extend(check_namespaces(&proc_dir, facts_like));
-    if crate::exeseal::sealing_of(&proc_dir.join("exe")) == crate::exeseal::Sealing::Unsealed {
+    out.extend(check_namespaces(&obs.namespaces, host));
+    if obs.exe == crate::exeseal::Sealing::Unsealed {
         out.push(fail(
             keys::EXE_SEAL,
             "the container's init maps a writable rloxsc binary (CVE-2019-5736)",
         ));
     }
-    match std::fs::read_to_string(proc_dir.join("net/dev")) {
-        Ok(netdev) => out.extend(check_network(&netdev, policy)),
+    match &obs.interfaces {
+        Ok(i) => out.extend(check_network(i, policy)),
         Err(e) => out.push(fail(
             keys::NETWORK_MODE,
             format!("cannot read the container's interfaces: {e}"),
         )),
     }
-    match std::fs::read_to_string(proc_dir.join("mountinfo")) {
-        Ok(mi) => out.extend(check_mounts(&mi, spec, &proc_dir)),
+    match &obs.mounts {
+        Ok(m) => out.extend(check_mounts(m, spec, &obs.existing_paths)),
         Err(e) => out.push(fail(
             keys::READONLY_ROOT,
             format!("cannot read the container's mounts: {e}"),
         )),
     }
-    match std::fs::read_to_string(proc_dir.join("limits")) {
-        Ok(l) => out.extend(check_rlimits(&l, spec, policy)),
+    match &obs.rlimits {
+        Ok(l) => out.extend(check_rlimits(l, spec, policy)),
         Err(e) => out.push(fail(
             keys::NOFILE,
             format!("cannot read the container's rlimits: {e}"),
         )),
     }
-    match std::fs::read_to_string(proc_dir.join("cgroup")) {
-        Ok(cg) => out.extend(check_cgroups(&cg, spec)),
+    match &obs.cgroup {
+        Ok(c) => out.extend(check_cgroups(c, spec)),
         Err(e) => out.push(fail(
             keys::PIDS,
             format!("cannot read the container's cgroups: {e}"),
         )),
     }
+    if let Some(list) = &obs.devices_list {
+        out.extend(check_devices_list(list));
+    }
+    match &obs.oom_score_adj {
+        Ok(v) if *v >= 0 => {}
+        Ok(v) => out.push(fail(
+            keys::OOM_SCORE_ADJ,
+            format!("the container's init has oom_score_adj {v}, below 0"),
+        )),
+        Err(e) => out.push(fail(keys::OOM_SCORE_ADJ, format!("cannot read {e}"))),
+    }
     out
 }
 
-fn status_field<'a>(status: &'a str, name: &str) -> Option<&'a str> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(name))
-        .map(str::trim)
-}
-
 /// NoNewPrivs, seccomp mode and the five capability masks.
-pub fn check_status(status: &str, policy: &Policy) -> Vec<Failure> {
+pub fn check_status(st: &StatusFacts, policy: &Policy) -> Vec<Failure> {
     let mut out = Vec::new();
-    if status_field(status, "NoNewPrivs:") != Some("1") {
+    if st.no_new_privs != Some(1) {
         out.push(fail(
             keys::NO_NEW_PRIVS,
             "no_new_privs is not set on the container's init",
         ));
     }
-    if status_field(status, "Seccomp:") != Some("2") {
+    if st.seccomp != Some(2) {
         out.push(fail(
             keys::SECCOMP,
             format!(
                 "the container's init is not in seccomp filter mode (Seccomp: {})",
-                status_field(status, "Seccomp:").unwrap_or("?")
+                st.seccomp
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "?".into())
             ),
         ));
     }
     let allowed = allowed_capability_mask(policy);
-    for set in ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"] {
-        match status_field(status, set).and_then(|v| u64::from_str_radix(v, 16).ok()) {
+    for (set, mask) in &st.caps {
+        match mask {
             Some(mask) if mask & !allowed == 0 => {}
             Some(mask) => out.push(fail(
                 keys::CAPABILITIES,
                 format!(
-                    "{} of the container's init holds capabilities outside the policy: {:#x}",
-                    set.trim_end_matches(':'),
+                    "{set} of the container's init holds capabilities outside the policy: {:#x}",
                     mask & !allowed
                 ),
             )),
@@ -148,18 +449,20 @@ pub fn check_status(status: &str, policy: &Policy) -> Vec<Failure> {
 }
 
 /// Every required namespace differs from the runtime's own (the host's).
-pub fn check_namespaces(proc_dir: &Path, facts: &HostFacts) -> Vec<Failure> {
+pub fn check_namespaces(
+    theirs: &[(LinuxNamespaceType, Option<(u64, u64)>)],
+    facts: &HostFacts,
+) -> Vec<Failure> {
     let mut out = Vec::new();
-    for t in required_namespaces(facts) {
-        let own = facts.host_namespaces.get(&t).copied();
-        let theirs = ns_id(&proc_dir.join("ns").join(ns_file(t)));
-        match (own, theirs) {
+    for (t, id) in theirs {
+        let own = facts.host_namespaces.get(t).copied();
+        match (own, id) {
             (_, None) => out.push(fail(
                 keys::NAMESPACES,
                 format!("cannot read the container's {t} namespace"),
             )),
-            (Some(a), Some(b)) if a == b => {
-                let key = if t == LinuxNamespaceType::Network {
+            (Some(a), Some(b)) if a == *b => {
+                let key = if *t == LinuxNamespaceType::Network {
                     keys::NETWORK_MODE
                 } else {
                     keys::NAMESPACES
@@ -175,27 +478,20 @@ pub fn check_namespaces(proc_dir: &Path, facts: &HostFacts) -> Vec<Failure> {
     out
 }
 
-/// Interface names listed in `/proc/<pid>/net/dev`.
-pub fn interfaces(netdev: &str) -> Vec<String> {
-    netdev
-        .lines()
-        .skip(2)
-        .filter_map(|l| l.split_once(':').map(|(n, _)| n.trim().to_string()))
-        .collect()
-}
-
 /// Under `loopback-only`, no interface other than loopback (and inert fallback tunnels).
-pub fn check_network(netdev: &str, policy: &Policy) -> Vec<Failure> {
+pub fn check_network(interfaces: &[String], policy: &Policy) -> Vec<Failure> {
     if policy.network == NetworkMode::Namespace {
         return vec![];
     }
-    let extra: Vec<String> = interfaces(netdev)
-        .into_iter()
-        .filter(|i| !FALLBACK_DEVICES.contains(&i.as_str()))
+    let mut extra: Vec<&str> = interfaces
+        .iter()
+        .map(String::as_str)
+        .filter(|i| !FALLBACK_DEVICES.contains(i))
         .collect();
     if extra.is_empty() {
         return vec![];
     }
+    extra.sort_unstable();
     vec![fail(keys::NETWORK_MODE, format!(
         "the container's network namespace has interfaces besides loopback ({}): run it with --network=none, or set {} = \"namespace\" in the policy",
         extra.join(", "),
@@ -203,36 +499,26 @@ pub fn check_network(netdev: &str, policy: &Policy) -> Vec<Failure> {
     ))]
 }
 
-/// One visible mount from mountinfo.
-#[derive(Debug, Clone)]
-struct MountLine {
-    id: String,
-    parent: String,
-    point: String,
-    opts: Vec<String>,
-    fstype: String,
-    super_opts: String,
+/// One mount from mountinfo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountLine {
+    /// Mount id.
+    pub id: String,
+    /// Parent mount id.
+    pub parent: String,
+    /// Mount point, unescaped.
+    pub point: String,
+    /// Per-mount options (`ro`, `nosuid`, ...).
+    pub opts: Vec<String>,
+    /// Filesystem type.
+    pub fstype: String,
+    /// Superblock options, comma-separated.
+    pub super_opts: String,
 }
 
-/// Parses mountinfo and keeps only visible mounts: a mount with another mount stacked on the same point
-/// (whose parent is it) is covered and unreachable without mount privileges.
-fn visible_mounts(mi: &str) -> Vec<MountLine> {
-    let all: Vec<MountLine> = mi
-        .lines()
-        .filter_map(|l| {
-            let (pre, post) = l.split_once(" - ")?;
-            let f: Vec<&str> = pre.split_whitespace().collect();
-            let p: Vec<&str> = post.split_whitespace().collect();
-            Some(MountLine {
-                id: f.first()?.to_string(),
-                parent: f.get(1)?.to_string(),
-                point: unescape(f.get(4)?),
-                opts: f.get(5)?.split(',').map(str::to_string).collect(),
-                fstype: p.first()?.to_string(),
-                super_opts: p.get(2).copied().unwrap_or("").to_string(),
-            })
-        })
-        .collect();
+/// Keeps only the visible mounts: a mount with another mount stacked on the same point (whose parent
+/// is it) is covered and unreachable without mount privileges.
+fn visible_mounts(all: &[MountLine]) -> Vec<MountLine> {
     // a mount is hidden when it is covered, or when any mount it hangs below is hidden
     let covered = |m: &MountLine| all.iter().any(|o| o.parent == m.id && o.point == m.point);
     let by_id: std::collections::HashMap<&str, &MountLine> =
@@ -267,8 +553,12 @@ fn unescape(s: &str) -> String {
 
 /// The root is read-only; every sysfs and cgroupfs is read-only; `/proc/sys` is read-only; every tmpfs
 /// has a size; every masked path that exists is covered by a mount.
-pub fn check_mounts(mi: &str, spec: &Spec, proc_dir: &Path) -> Vec<Failure> {
-    let mounts = visible_mounts(mi);
+pub fn check_mounts(
+    all: &[MountLine],
+    spec: &Spec,
+    existing: &std::collections::BTreeSet<String>,
+) -> Vec<Failure> {
+    let mounts = visible_mounts(all);
     let mut out = Vec::new();
     let ro = |o: &Vec<String>| o.iter().any(|x| x == "ro");
     let top = |mp: &str| {
@@ -315,11 +605,7 @@ pub fn check_mounts(mi: &str, spec: &Spec, proc_dir: &Path) -> Vec<Failure> {
                     format!("{p} is writable inside the container"),
                 ));
             }
-        } else if proc_dir
-            .join("root")
-            .join(p.trim_start_matches('/'))
-            .exists()
-        {
+        } else if existing.contains(p) {
             out.push(fail(
                 keys::READONLY_PATHS,
                 format!("{p} is not read-only inside the container"),
@@ -332,12 +618,7 @@ pub fn check_mounts(mi: &str, spec: &Spec, proc_dir: &Path) -> Vec<Failure> {
         .and_then(|l| l.masked_paths().clone())
         .unwrap_or_default();
     for p in masked {
-        if top(&p).is_none()
-            && proc_dir
-                .join("root")
-                .join(p.trim_start_matches('/'))
-                .exists()
-        {
+        if top(&p).is_none() && existing.contains(&p) {
             out.push(fail(
                 keys::MASKED_PATHS,
                 format!("{p} is not masked inside the container"),
@@ -422,164 +703,95 @@ fn check_binds_and_writable(mounts: &[MountLine], spec: &Spec) -> Vec<Failure> {
 }
 
 /// RLIMIT_NOFILE within the policy's ceiling (and the spec's value), RLIMIT_CORE, RLIMIT_RTPRIO and
-/// RLIMIT_NICE 0, whatever the
-/// spec says: the expectation comes from the policy, so a spec that lost its rlimits is still caught.
-pub fn check_rlimits(limits: &str, spec: &Spec, policy: &Policy) -> Vec<Failure> {
+/// RLIMIT_NICE 0, whatever the spec says: the expectation comes from the policy, so a spec that lost
+/// its rlimits is still caught.
+pub fn check_rlimits(got: &RlimitFacts, spec: &Spec, policy: &Policy) -> Vec<Failure> {
     let mut out = Vec::new();
-    let rl = spec
+    let spec_nofile = spec
         .process()
         .as_ref()
-        .and_then(|p| p.rlimits().clone())
-        .unwrap_or_default();
-    let spec_nofile = rl
-        .iter()
-        .find(|r| r.typ() == PosixRlimitType::RlimitNofile)
+        .and_then(|p| p.rlimits().as_ref())
+        .and_then(|rl| rl.iter().find(|r| r.typ() == PosixRlimitType::RlimitNofile))
         .map(|r| (r.soft(), r.hard()));
-    let got = |label: &str| -> Option<(u64, u64)> {
-        let l = limits.lines().find(|l| l.starts_with(label))?;
-        let v: Vec<&str> = l[label.len()..].split_whitespace().collect();
-        let p = |s: &str| {
-            if s == "unlimited" {
-                Some(u64::MAX)
-            } else {
-                s.parse().ok()
-            }
-        };
-        Some((p(v.first()?)?, p(v.get(1)?)?))
-    };
     let ceiling = policy.nofile.ceiling;
     // the hardened spec always carries RLIMIT_NOFILE; without one, the policy's default is expected
     let default = policy.nofile.default;
     let (want_soft, want_hard) = spec_nofile
         .map(|(s, h)| (s.min(ceiling), h.min(ceiling)))
         .unwrap_or((default, default));
-    match got("Max open files") {
-        Some((s, h)) if s <= want_soft && h <= want_hard => {}
-        g => out.push(fail(keys::NOFILE, format!("open files limit is {g:?} in the container, expected at most ({want_soft}, {want_hard})"))),
+    let (s, h) = got.nofile;
+    if s > want_soft || h > want_hard {
+        out.push(fail(keys::NOFILE, format!("open files limit is ({s}, {h}) in the container, expected at most ({want_soft}, {want_hard})")));
     }
-    match got("Max core file size") {
-        Some((0, 0)) => {}
-        g => out.push(fail(
+    if got.core != (0, 0) {
+        out.push(fail(
             keys::CORE,
-            format!("core file size limit is {g:?} in the container, expected (0, 0)"),
-        )),
+            format!(
+                "core file size limit is {:?} in the container, expected (0, 0)",
+                got.core
+            ),
+        ));
     }
-    for label in ["Max realtime priority", "Max nice priority"] {
-        match got(label) {
-            Some((0, 0)) => {}
-            g => out.push(fail(
+    for (label, v) in [
+        ("Max realtime priority", got.rtprio),
+        ("Max nice priority", got.nice),
+    ] {
+        if v != (0, 0) {
+            out.push(fail(
                 keys::PRIORITY,
-                format!("{label} is {g:?} in the container, expected (0, 0)"),
-            )),
+                format!("{label} is {v:?} in the container, expected (0, 0)"),
+            ));
         }
     }
     out
 }
 
 /// The cgroup limit files of the container's cgroup hold the hardened limits.
-pub fn check_cgroups(cgroup_file: &str, spec: &Spec) -> Vec<Failure> {
+pub fn check_cgroups(got: &CgroupFacts, spec: &Spec) -> Vec<Failure> {
     let mut out = Vec::new();
-    let paths: Vec<(String, String)> = cgroup_file
-        .lines()
-        .filter_map(|l| {
-            let mut it = l.splitn(3, ':');
-            let _ = it.next()?;
-            Some((it.next()?.to_string(), it.next()?.to_string()))
-        })
-        .collect();
-    let v1 = |ctrl: &str| {
-        paths
-            .iter()
-            .find(|(c, _)| c.split(',').any(|x| x == ctrl))
-            .map(|(_, p)| p.clone())
-    };
-    let v2 = paths
-        .iter()
-        .find(|(c, _)| c.is_empty())
-        .map(|(_, p)| p.clone());
-    let read = |p: PathBuf| {
-        std::fs::read_to_string(&p)
-            .map(|s| s.trim().to_string())
-            .map_err(|e| format!("{}: {e}", p.display()))
-    };
     let pids = pids_limit(spec).unwrap_or(0);
     let mem = memory_limit(spec).unwrap_or(0);
-
-    let check = |out: &mut Vec<Failure>,
-                 key: &'static str,
-                 what: &str,
-                 got: Result<String, String>,
-                 ok: &dyn Fn(&str) -> bool| {
-        match got {
-            Ok(v) if ok(&v) => {}
-            Ok(v) => out.push(fail(
-                key,
-                format!("{what} is {v} in the container's cgroup"),
-            )),
-            Err(e) => out.push(fail(key, format!("cannot read {what}: {e}"))),
-        }
-    };
     let page_floor = |v: i64| v / 4096 * 4096;
-    if let (Some(pp), Some(mp)) = (v1("pids"), v1("memory")) {
-        let root = Path::new("/sys/fs/cgroup");
-        check(
-            &mut out,
-            keys::PIDS,
-            "pids.max",
-            read(
-                root.join("pids")
-                    .join(pp.trim_start_matches('/'))
-                    .join("pids.max"),
-            ),
-            &|v| v.parse::<i64>().ok() == Some(pids),
-        );
-        let md = root.join("memory").join(mp.trim_start_matches('/'));
-        check(
-            &mut out,
-            keys::MEMORY,
-            "memory.limit_in_bytes",
-            read(md.join("memory.limit_in_bytes")),
-            &|v| v.parse::<i64>().ok() == Some(page_floor(mem)),
-        );
-        if md.join("memory.memsw.limit_in_bytes").exists() {
-            check(
-                &mut out,
-                keys::MEMORY,
-                "memory.memsw.limit_in_bytes",
-                read(md.join("memory.memsw.limit_in_bytes")),
-                &|v| v.parse::<i64>().ok() == Some(page_floor(mem)),
-            );
+    let mut check =
+        |key: &'static str, what: &str, got: &Result<String, String>, ok: &dyn Fn(&str) -> bool| {
+            match got {
+                Ok(v) if ok(v) => {}
+                Ok(v) => out.push(fail(
+                    key,
+                    format!("{what} is {v} in the container's cgroup"),
+                )),
+                Err(e) => out.push(fail(key, format!("cannot read {what}: {e}"))),
+            }
+        };
+    let is_pids = |v: &str| v.parse::<i64>().ok() == Some(pids);
+    let is_mem = |v: &str| v.parse::<i64>().ok() == Some(page_floor(mem));
+    match got {
+        CgroupFacts::V1 {
+            pids_max,
+            memory_limit,
+            memsw_limit,
+        } => {
+            check(keys::PIDS, "pids.max", pids_max, &is_pids);
+            check(keys::MEMORY, "memory.limit_in_bytes", memory_limit, &is_mem);
+            if let Some(m) = memsw_limit {
+                check(keys::MEMORY, "memory.memsw.limit_in_bytes", m, &is_mem);
+            }
         }
-    } else if let Some(p) = v2.filter(|_| v1("pids").is_none()) {
-        let d = Path::new("/sys/fs/cgroup").join(p.trim_start_matches('/'));
-        check(
-            &mut out,
-            keys::PIDS,
-            "pids.max",
-            read(d.join("pids.max")),
-            &|v| v.parse::<i64>().ok() == Some(pids),
-        );
-        check(
-            &mut out,
-            keys::MEMORY,
-            "memory.max",
-            read(d.join("memory.max")),
-            &|v| v.parse::<i64>().ok() == Some(page_floor(mem)),
-        );
-        if d.join("memory.swap.max").exists() {
-            check(
-                &mut out,
-                keys::MEMORY,
-                "memory.swap.max",
-                read(d.join("memory.swap.max")),
-                &|v| v == "0",
-            );
+        CgroupFacts::V2 {
+            pids_max,
+            memory_max,
+            swap_max,
+        } => {
+            check(keys::PIDS, "pids.max", pids_max, &is_pids);
+            check(keys::MEMORY, "memory.max", memory_max, &is_mem);
+            if let Some(s) = swap_max {
+                check(keys::MEMORY, "memory.swap.max", s, &|v| v == "0");
+            }
         }
-    } else {
-        out.push(fail(
+        CgroupFacts::None => out.push(fail(
             keys::PIDS,
             "the container is in no pids and memory cgroup",
-        ));
+        )),
     }
     out
 }
@@ -617,26 +829,34 @@ pub fn check_devices_list(list: &str) -> Vec<Failure> {
 mod tests {
     use super::*;
 
-    const GOOD_STATUS: &str = "NoNewPrivs:\t1\nSeccomp:\t2\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000001\nCapEff:\t0000000000000001\nCapBnd:\t0000000000000001\nCapAmb:\t0000000000000000\n";
+    const GOOD_STATUS: &str = "Name:\tsh\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t1\nNgid:\t0\nPid:\t1\nPPid:\t0\nTracerPid:\t0\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t64\nGroups:\t\nNStgid:\t1\nNSpid:\t1\nNSpgid:\t1\nNSsid:\t1\nVmSize:\t 1000 kB\nThreads:\t1\nSigQ:\t0/100\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\nSigCgt:\t0000000000000000\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000001\nCapEff:\t0000000000000001\nCapBnd:\t0000000000000001\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\nSeccomp_filters:\t1\nvoluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t1\n";
+
+    fn st(text: &str) -> StatusFacts {
+        parse_status(text).unwrap()
+    }
 
     #[test]
     fn status_checks_fire() {
         let p = Policy::default();
-        assert!(check_status(GOOD_STATUS, &p).is_empty());
+        let good = st(GOOD_STATUS);
+        assert_eq!(good.seccomp_filters, Some(1));
+        assert!(good.has_mm);
+        assert!(check_status(&good, &p).is_empty());
         let no_seccomp = GOOD_STATUS.replace("Seccomp:\t2", "Seccomp:\t0");
-        assert_eq!(check_status(&no_seccomp, &p)[0].key, keys::SECCOMP);
+        assert_eq!(check_status(&st(&no_seccomp), &p)[0].key, keys::SECCOMP);
         let no_nnp = GOOD_STATUS.replace("NoNewPrivs:\t1", "NoNewPrivs:\t0");
-        assert_eq!(check_status(&no_nnp, &p)[0].key, keys::NO_NEW_PRIVS);
+        assert_eq!(check_status(&st(&no_nnp), &p)[0].key, keys::NO_NEW_PRIVS);
         let sys_admin =
             GOOD_STATUS.replace("CapBnd:\t0000000000000001", "CapBnd:\t0000000000200001");
-        assert_eq!(check_status(&sys_admin, &p)[0].key, keys::CAPABILITIES);
+        assert_eq!(check_status(&st(&sys_admin), &p)[0].key, keys::CAPABILITIES);
     }
 
     #[test]
     fn network_check() {
-        let nd = "Inter-|\n face |\n    lo: 0 0\n  sit0: 0 0\n";
-        assert!(check_network(nd, &Policy::default()).is_empty());
-        let nd2 = format!("{nd}  eth0: 1 2\n");
+        let nd: Vec<String> = vec!["lo".into(), "sit0".into()];
+        assert!(check_network(&nd, &Policy::default()).is_empty());
+        let mut nd2 = nd.clone();
+        nd2.push("eth0".into());
         let f = check_network(&nd2, &Policy::default());
         assert_eq!(f.len(), 1);
         assert!(f[0].what.contains("eth0") && f[0].what.contains("--network=none"));
@@ -647,29 +867,34 @@ mod tests {
         assert!(check_network(&nd2, &p).is_empty());
     }
 
+    fn mounts(text: &str) -> Vec<MountLine> {
+        parse_mountinfo(text).unwrap()
+    }
+
+    fn none() -> std::collections::BTreeSet<String> {
+        Default::default()
+    }
+
     #[test]
     fn mount_checks_fire() {
         let spec = Spec::default();
         let good = "1 0 0:1 / / ro,relatime - overlay overlay rw\n2 1 0:2 / /sys ro - sysfs sysfs ro\n3 1 0:3 / /tmp rw - tmpfs tmpfs rw,size=1024k\n4 1 0:4 / /proc/sys ro - proc proc rw\n5 1 0:4 / /proc/sysrq-trigger ro - proc proc rw\n7 2 0:5 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n8 7 0:5 / /sys/fs/cgroup/memory ro - cgroup cgroup rw,memory\n10 2 0:6 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n11 10 0:5 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n12 10 0:6 / /sys/fs/cgroup ro - tmpfs tmpfs rw\n13 12 0:5 / /sys/fs/cgroup/pids ro - cgroup cgroup rw,pids\n";
-        assert!(
-            check_mounts(good, &spec, Path::new("/nonexistent")).is_empty(),
-            "{:?}",
-            check_mounts(good, &spec, Path::new("/nonexistent"))
-        );
+        let f = check_mounts(&mounts(good), &spec, &none());
+        assert!(f.is_empty(), "{f:?}");
         let rw_root = good.replace("/ / ro,relatime", "/ / rw,relatime");
         assert_eq!(
-            check_mounts(&rw_root, &spec, Path::new("/nonexistent"))[0].key,
+            check_mounts(&mounts(&rw_root), &spec, &none())[0].key,
             keys::READONLY_ROOT
         );
         let rw_cg = format!("{good}6 1 0:5 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n");
         assert_eq!(
-            check_mounts(&rw_cg, &spec, Path::new("/nonexistent"))[0].key,
+            check_mounts(&mounts(&rw_cg), &spec, &none())[0].key,
             keys::READONLY_PATHS
         );
         // a submount of the root (e.g. brought by an rbind rootfs) that stayed writable
         let rw_sub = format!("{good}20 1 0:9 / /opt/data rw - ext4 /dev/vdb rw\n");
         assert_eq!(
-            check_mounts(&rw_sub, &spec, Path::new("/nonexistent"))[0].key,
+            check_mounts(&mounts(&rw_sub), &spec, &none())[0].key,
             keys::READONLY_ROOT
         );
         // a caller's read-only bind whose submount kept rw/suid
@@ -691,43 +916,90 @@ mod tests {
         );
         bspec.set_mounts(Some(ms));
         let bind_ok = format!("{good}21 1 0:9 / /data ro,nosuid,nodev - ext4 /dev/vdb rw\n");
-        assert!(check_mounts(&bind_ok, &bspec, Path::new("/nonexistent")).is_empty());
+        assert!(check_mounts(&mounts(&bind_ok), &bspec, &none()).is_empty());
         let bind_sub = format!("{bind_ok}22 21 0:10 / /data/sub rw - ext4 /dev/vdc rw\n");
-        let f = check_mounts(&bind_sub, &bspec, Path::new("/nonexistent"));
+        let f = check_mounts(&mounts(&bind_sub), &bspec, &none());
         assert_eq!(f[0].key, keys::WRITABLE_BINDS, "{f:?}");
         assert!(f[0].what.contains("nosuid,nodev,ro"), "{f:?}");
         let big_tmp = good.replace("rw,size=1024k", "rw");
         assert_eq!(
-            check_mounts(&big_tmp, &spec, Path::new("/nonexistent"))[0].key,
+            check_mounts(&mounts(&big_tmp), &spec, &none())[0].key,
             keys::TMPFS
         );
+        // a masked path that exists in the root but has no mount over it
+        let mut mspec = Spec::default();
+        let mut l = oci_spec::runtime::Linux::default();
+        l.set_masked_paths(Some(vec!["/proc/kcore".into()]));
+        mspec.set_linux(Some(l));
+        let exists: std::collections::BTreeSet<String> = ["/proc/kcore".to_string()].into();
+        assert_eq!(
+            check_mounts(&mounts(good), &mspec, &exists)[0].key,
+            keys::MASKED_PATHS
+        );
+        assert!(check_mounts(&mounts(good), &mspec, &none()).is_empty());
+    }
+
+    fn rl(nofile: (u64, u64), core: (u64, u64), rt: (u64, u64)) -> RlimitFacts {
+        RlimitFacts {
+            nofile,
+            core,
+            rtprio: rt,
+            nice: (0, 0),
+        }
     }
 
     #[test]
     fn rlimit_check() {
         let mut spec = Spec::default();
         let mut c = crate::harden::Changes::default();
-        crate::harden::resources::harden_rlimits(&mut spec, &Policy::default(), &mut c);
-        let good = "Limit                     Soft Limit           Hard Limit           Units\nMax core file size        0                    0                    bytes\nMax open files            1024                 1024                 files\nMax nice priority         0                    0\nMax realtime priority     0                    0\n";
+        crate::harden::resources::harden_rlimits(
+            spec.process_mut().get_or_insert_with(Default::default),
+            &Policy::default(),
+            &mut c,
+        );
         let p = Policy::default();
-        assert!(check_rlimits(good, &spec, &p).is_empty());
-        let bad = good.replace("1024                 1024", "20000                20000");
+        let good = rl((1024, 1024), (0, 0), (0, 0));
+        assert!(check_rlimits(&good, &spec, &p).is_empty());
+        let bad = rl((20000, 20000), (0, 0), (0, 0));
         assert_eq!(check_rlimits(&bad, &spec, &p)[0].key, keys::NOFILE);
         // a spec that lost its rlimits is judged by the policy
         let bare = Spec::default();
-        assert!(check_rlimits(good, &bare, &p).is_empty());
-        let core = good.replace(
-            "Max core file size        0                    0",
-            "Max core file size        0                    unlimited",
-        );
+        assert!(check_rlimits(&good, &bare, &p).is_empty());
+        let core = rl((1024, 1024), (0, u64::MAX), (0, 0));
         assert_eq!(check_rlimits(&core, &bare, &p)[0].key, keys::CORE);
-        let inherited = good.replace("1024                 1024", "20000                20000");
-        assert_eq!(check_rlimits(&inherited, &bare, &p)[0].key, keys::NOFILE);
-        let rt = good.replace(
-            "Max realtime priority     0                    0",
-            "Max realtime priority     99                   99",
-        );
+        assert_eq!(check_rlimits(&bad, &bare, &p)[0].key, keys::NOFILE);
+        let rt = rl((1024, 1024), (0, 0), (99, 99));
         assert_eq!(check_rlimits(&rt, &bare, &p)[0].key, keys::PRIORITY);
+    }
+
+    #[test]
+    fn cgroup_check() {
+        let mut spec = crate::harden::testutil::careless_spec();
+        crate::harden::resources::harden_limits(
+            &mut spec,
+            &Policy::default(),
+            &mut Default::default(),
+        );
+        let ok = |s: &str| Ok::<String, String>(s.to_string());
+        let good = CgroupFacts::V1 {
+            pids_max: ok("512"),
+            memory_limit: ok("536870912"),
+            memsw_limit: Some(ok("536870912")),
+        };
+        assert!(check_cgroups(&good, &spec).is_empty());
+        let raised = CgroupFacts::V1 {
+            pids_max: ok("100000"),
+            memory_limit: ok("536870912"),
+            memsw_limit: None,
+        };
+        assert_eq!(check_cgroups(&raised, &spec)[0].key, keys::PIDS);
+        let v2_swap = CgroupFacts::V2 {
+            pids_max: ok("512"),
+            memory_max: ok("536870912"),
+            swap_max: Some(ok("max")),
+        };
+        assert_eq!(check_cgroups(&v2_swap, &spec)[0].key, keys::MEMORY);
+        assert_eq!(check_cgroups(&CgroupFacts::None, &spec)[0].key, keys::PIDS);
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //!      1.1.5's `runc spec`),
 //!   3. with the host's namespaces asked for by path and an allow-everything seccomp profile,
 //!   4. through `rloxsc exec --process` (a permissive process) into a running permissive container,
-//! prints a table (attempt x config), the summary `N contained, M escaped`, and fails if anything
+//!
+//! It prints a table (attempt x config), the summary `N contained, M escaped`, and fails if anything
 //! escaped, a probe reported ERROR, or an expected attempt is missing. The bombs are also checked from
 //! outside: the limit that stopped them is the container's own cgroup's (run records, cgroup counters)
 //! and the host still forks, listens and keeps its hostname.
@@ -623,6 +624,7 @@ impl HostTty {
             path.display(),
             std::io::Error::last_os_error()
         );
+        // SAFETY: open returned a new fd (checked above) that nothing else owns.
         unsafe { OwnedFd::from_raw_fd(fd) }
     }
 
@@ -664,6 +666,7 @@ fn leaked_host_fds(env: &TestEnv, bait: &HostBait) -> Vec<(RawFd, OwnedFd)> {
         // SAFETY: F_DUPFD_CLOEXEC to a number above every target, so the dup2s cannot collide.
         let n = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 200) };
         assert!(n >= 0);
+        // SAFETY: fcntl returned a new fd (checked above) that nothing else owns.
         unsafe { OwnedFd::from_raw_fd(n) }
     };
     vec![
@@ -877,7 +880,7 @@ fn record_problems(rec: &Value) -> Vec<String> {
             "record: the memory bomb was not OOM-killed in the container's cgroup: {rec}"
         ));
     }
-    if rec["limits"]["pids"].as_u64().map_or(true, |v| v > 512) {
+    if rec["limits"]["pids"].as_u64().is_none_or(|v| v > 512) {
         p.push(format!(
             "record: pids limit {} above 512",
             rec["limits"]["pids"]
@@ -885,7 +888,7 @@ fn record_problems(rec: &Value) -> Vec<String> {
     }
     if rec["limits"]["memory_bytes"]
         .as_u64()
-        .map_or(true, |v| v > 512 << 20)
+        .is_none_or(|v| v > 512 << 20)
     {
         p.push(format!(
             "record: memory limit {} above 512 MiB",
@@ -894,7 +897,7 @@ fn record_problems(rec: &Value) -> Vec<String> {
     }
     if rec["peak_memory_bytes"]
         .as_u64()
-        .map_or(true, |v| v > 512 << 20)
+        .is_none_or(|v| v > 512 << 20)
     {
         p.push(format!(
             "record: peak memory {} above 512 MiB",
@@ -1092,6 +1095,8 @@ fn probes_detect_escapes_on_the_host() {
         let f: OwnedFd = fs::File::open("/").unwrap().into();
         // SAFETY: dup above the targets.
         let n = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 200) };
+        assert!(n >= 0);
+        // SAFETY: fcntl returned a new fd (checked above) that nothing else owns.
         unsafe { OwnedFd::from_raw_fd(n) }
     };
     let rootfs = test_rootfs();

@@ -558,10 +558,12 @@ fn created_init_maps_a_sealed_runtime_binary() {
     let pid = env.state(&id).expect("state")["pid"].as_i64().unwrap();
     let exe = std::fs::File::open(format!("/proc/{pid}/exe")).expect("open /proc/<pid>/exe");
     use std::os::fd::AsRawFd;
-    // SAFETY: fstatvfs and fcntl on an fd we own, into a zeroed struct.
+    // SAFETY: statvfs is plain data, for which all-zero bytes are valid.
     let mut sv: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatvfs on an fd we own, into that struct.
     let ro = unsafe { libc::fstatvfs(exe.as_raw_fd(), &mut sv) } == 0
         && sv.f_flag & libc::ST_RDONLY != 0;
+    // SAFETY: fcntl(F_GET_SEALS) on an fd we own.
     let seals = unsafe { libc::fcntl(exe.as_raw_fd(), libc::F_GET_SEALS) };
     let sealed = seals >= 0 && seals & libc::F_SEAL_WRITE != 0;
     assert!(

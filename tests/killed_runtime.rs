@@ -181,7 +181,7 @@ fn sigkill_during_exec_leaves_no_uncontained_process_then_nothing() {
             .into_iter()
             .filter(|p| {
                 std::fs::read(format!("/proc/{p}/cmdline"))
-                    .is_ok_and(|c| c.starts_with(b"sleep\0300"))
+                    .is_ok_and(|c| c.starts_with(b"sleep\x00300"))
             })
             .count();
         survived += usize::from(execd > 0);

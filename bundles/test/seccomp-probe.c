@@ -4,6 +4,10 @@
  * "probes: N denied, M allowed" and exits 0 only if every probe was denied.
  * Each probe runs in a forked child so that a kill (the i386/x32 ABIs) is observed, not suffered.
  * Built statically by scripts/build-bundle.sh into the test rootfs as /bin/seccomp-probe.
+ *
+ * `seccomp-probe call NR [ARG...]` makes one raw syscall (numbers in decimal or 0x hex, at most six
+ * arguments) and prints "ok RET" or "errno N NAME", exiting 0 either way: the tests use it to ask
+ * whether one syscall (with given arguments) passes the filter.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -104,9 +108,29 @@ static long p_quotactl(void) { return syscall(__NR_quotactl, 0, 0, 0, 0); }
 /* a syscall number newer than any the allowlist knows: ENOSYS, as under runc, so that libcs fall back */
 static long p_future(void) { return syscall(511, 0, 0, 0, 0); }
 
-int main(void)
+static int call(int argc, char **argv)
+{
+    long a[7] = {0};
+    if (argc < 3 || argc > 9) {
+        fprintf(stderr, "usage: seccomp-probe call NR [ARG...]\n");
+        return 2;
+    }
+    for (int i = 2; i < argc; i++)
+        a[i - 2] = strtol(argv[i], NULL, 0);
+    errno = 0;
+    long r = syscall(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+    if (r < 0)
+        printf("errno %d %s\n", errno, strerror(errno));
+    else
+        printf("ok %ld\n", r);
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc > 1 && strcmp(argv[1], "call") == 0)
+        return call(argc, argv);
     probe("i386-int80", p_i386, 0);
     probe("x32-abi", p_x32, 0);
     probe("socket-af-alg", p_alg, 0);

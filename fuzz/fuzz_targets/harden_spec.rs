@@ -1,6 +1,6 @@
 //! Arbitrary bytes as a caller's config.json: parsed exactly as `create` parses it, hardened under
 //! one of a few policies with host facts derived from the spec, and every hardened spec must satisfy
-//! the hardening invariants (see `rloxsc_fuzz::check_hardened`). No input may panic.
+//! the hardening invariants (`rloxsc::harden::invariants::check`). No input may panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,7 +1,7 @@
 //! `delete`: remove a stopped (or, with `--force`, any) container, its cgroups, its state and rloxsc's
 //! private bundle. With `--force` it also cleans up after a create that was killed halfway.
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use libcontainer::container::Container;
 
 use super::Context;
@@ -61,7 +61,12 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
             c.status().to_string().to_lowercase()
         );
     }
-    if let Some(dir) = &ctx.policy.records_dir {
+    // the records directory of the container's own policy (the one it was created under)
+    let records_dir = match ctx.layout.read_record(id) {
+        Ok(r) => r.policy.records_dir,
+        Err(_) => ctx.policy.records_dir.clone(),
+    };
+    if let Some(dir) = &records_dir {
         if let Err(e) = write_delete_record(ctx, &c, dir) {
             tracing::warn!(
                 "container {id}: cannot write its record in {}: {e:#}",
@@ -70,7 +75,7 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
         }
     }
     if let Err(e) = c.delete(force) {
-        let msg = super::create::error_chain(&e);
+        let msg = crate::errors::error_chain(&e);
         if !force {
             bail!("cannot delete container {id:?}: {msg}");
         }
@@ -118,56 +123,22 @@ fn cgroup_still_exists(ctx: &Context, id: &str) -> bool {
 /// the policy's records directory: the init was reaped by the client, so the exit code is unknown here
 /// (null); OOM kills, the pids limit, CPU time and peak memory come from the cgroup as for `run`.
 fn write_delete_record(ctx: &Context, c: &Container, dir: &std::path::Path) -> Result<()> {
-    use crate::record::{read_cgroup, status_without_exit, Limits};
     let id = c.id();
-    let spec = ctx.layout.read_spec(id)?;
-    let cg = spec
-        .linux()
-        .as_ref()
-        .and_then(|l| l.cgroups_path().clone())
-        .ok_or_else(|| anyhow!("no cgroup path"))?;
-    let readings = read_cgroup(&cg);
     let wall = c
         .created()
         .map(|t| (chrono::Utc::now() - t).num_milliseconds() as f64 / 1000.0)
         .unwrap_or(0.0);
-    let limits = Limits {
-        pids: crate::harden::resources::pids_limit(&spec),
-        memory_bytes: crate::harden::resources::memory_limit(&spec),
-        timeout_s: None,
-    };
-    let tightenings = ctx
-        .layout
-        .read_meta(id)
-        .map(|m| m.changes)
-        .unwrap_or_default();
-    let rec = serde_json::json!({
-        "id": id,
-        "status": status_without_exit(&readings),
-        "exit_code": null,
-        "signal": null,
-        "wall_time_s": wall,
-        "user_cpu_s": readings.cpu_user_ns as f64 / 1e9,
-        "system_cpu_s": readings.cpu_system_ns as f64 / 1e9,
-        "peak_memory_bytes": readings.peak_memory_bytes,
-        "oom_killed": readings.oom_kills > 0,
-        "oom_kills": readings.oom_kills,
-        "pids_limit_hit": readings.pids_limit_hits > 0,
-        "timed_out": false,
-        "limits": limits,
-        "cgroup": readings.version,
-        "tightenings": tightenings,
-    });
+    let rec = crate::record::RunRecord::of_container(&ctx.layout, id, None, false, wall, None)?;
     std::fs::create_dir_all(dir)?;
     let path = dir.join(format!("{id}.json"));
-    std::fs::write(&path, serde_json::to_vec_pretty(&rec)?)?;
+    rec.write(&path)?;
     tracing::info!(
         "container {id}: record {} status={} oom_kills={} pids_limit_hit={} peak_memory_bytes={}",
         path.display(),
-        rec["status"],
-        readings.oom_kills,
-        readings.pids_limit_hits > 0,
-        readings.peak_memory_bytes
+        rec.status,
+        rec.oom_kills,
+        rec.pids_limit_hit,
+        rec.peak_memory_bytes
     );
     Ok(())
 }

@@ -39,25 +39,12 @@ pub fn parse_interval(s: &str) -> Result<Duration> {
 fn oom_counter(ctx: &Context, id: &str) -> Option<(PathBuf, &'static str)> {
     let spec = ctx.layout.read_spec(id).ok()?;
     let cg = spec.linux().as_ref()?.cgroups_path().clone()?;
-    let rel = cg.to_string_lossy().trim_start_matches('/').to_string();
-    let v1 = PathBuf::from("/sys/fs/cgroup/memory")
-        .join(&rel)
-        .join("memory.oom_control");
+    let v1 = crate::cgroups::v1_path_dir(&cg, "memory").join("memory.oom_control");
     if v1.exists() {
         return Some((v1, "oom_kill"));
     }
-    let v2 = PathBuf::from("/sys/fs/cgroup")
-        .join(&rel)
-        .join("memory.events");
+    let v2 = crate::cgroups::v2_path_dir(&cg).join("memory.events");
     v2.exists().then_some((v2, "oom_kill"))
-}
-
-/// Reads `key N` from a flat-keyed cgroup file.
-pub fn read_counter(path: &PathBuf, key: &str) -> Option<u64> {
-    std::fs::read_to_string(path)
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix(key).and_then(|v| v.trim().parse().ok()))
 }
 
 fn emit(v: serde_json::Value) -> Result<()> {
@@ -86,13 +73,13 @@ pub fn events(ctx: &Context, id: &str, stats_only: bool, interval: Duration) -> 
     let oom = oom_counter(ctx, id);
     let mut last_oom = oom
         .as_ref()
-        .and_then(|(p, k)| read_counter(p, k))
+        .and_then(|(p, k)| crate::cgroups::read_key(p, k))
         .unwrap_or(0);
     let mut next_stats = Instant::now();
     let poll = interval.min(Duration::from_millis(200));
     loop {
         if let Some((p, k)) = &oom {
-            if let Some(n) = read_counter(p, k) {
+            if let Some(n) = crate::cgroups::read_key(p, k) {
                 if n > last_oom {
                     last_oom = n;
                     emit(json!({"type": "oom", "id": id}))?;

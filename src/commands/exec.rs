@@ -1,22 +1,20 @@
-//! `exec`: run a new process in a running container with exactly the init's containment: rloxsc's
-//! seccomp filter (and the caller's profile, which libcontainer's tenant path would drop), the clamped
-//! capability set (`--cap` beyond the policy is refused), no_new_privs, the container's rlimits, cgroup
-//! and namespaces. The process description is always hardened and handed to libcontainer as a complete
-//! process.json, so no libcontainer default can widen it.
+//! `exec`: run a new process in a running container with exactly the init's containment. This verb
+//! turns runc's flags (or a process.json) into an OCI process, hardens it with the same process-level
+//! steps as the init ([`crate::harden::harden_process`]) under the container's *effective* policy
+//! (`--cap` beyond it is refused), and starts it through the launch path ([`crate::launch::exec`]):
+//! rloxsc's seccomp filter for that policy and the container's own profile, which libcontainer's
+//! tenant path would drop, the container's namespaces and cgroup, verified from outside.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use libcontainer::container::builder::ContainerBuilder;
-use libcontainer::syscall::syscall::SyscallType;
 use oci_spec::runtime::{Capability, Process, Spec};
 
-use super::create::error_chain;
 use super::Context;
-use crate::executor::HardenedExecutor;
-use crate::harden::{privileges, resources, Changes};
-use crate::policy::keys;
-use crate::{container, seccomp, verify};
+use crate::container;
+use crate::harden::Changes;
+use crate::launch::{self, ExecRequest, TerminalSession, Waiter};
+use crate::policy::{keys, Policy};
 
 /// Options of `exec`.
 #[derive(Debug, Default)]
@@ -64,9 +62,10 @@ fn parse_cap(name: &str) -> Result<Capability> {
         .map_err(|_| anyhow!("unknown capability {name:?}"))
 }
 
-/// Builds the hardened process for `opts` from the container's hardened spec.
+/// Builds the hardened process for `opts` from the container's hardened spec, under the container's
+/// effective `policy`.
 pub fn exec_process(
-    ctx: &Context,
+    policy: &Policy,
     spec: &Spec,
     opts: &ExecOptions,
 ) -> Result<(Process, Vec<String>)> {
@@ -131,7 +130,7 @@ pub fn exec_process(
     };
 
     // --cap: only capabilities the policy allows; anything else is refused, never silently dropped
-    let allowed = ctx.policy.allowed_capabilities();
+    let allowed = policy.allowed_capabilities();
     if !opts.caps.is_empty() {
         let mut caps = process.capabilities().clone().unwrap_or_default();
         for name in &opts.caps {
@@ -157,19 +156,10 @@ pub fn exec_process(
     }
 
     // the same privilege and rlimit rules as the init, through the same pure steps
-    let mut wrapper = Spec::default();
-    wrapper.set_process(Some(process));
-    if let Some(init_rl) = spec.process().as_ref().and_then(|p| p.rlimits().clone()) {
-        let wp = wrapper.process_mut().as_mut().expect("set above");
-        if wp.rlimits().is_none() {
-            wp.set_rlimits(Some(init_rl));
-        }
-    }
+    let init_rlimits = spec.process().as_ref().and_then(|p| p.rlimits().clone());
     let mut changes = Changes::default();
-    privileges::harden_privileges(&mut wrapper, &ctx.policy, &mut changes)
+    crate::harden::harden_process(&mut process, policy, init_rlimits.as_deref(), &mut changes)
         .map_err(|r| anyhow!("{r}"))?;
-    resources::harden_rlimits(&mut wrapper, &ctx.policy, &mut changes);
-    let process = wrapper.process().clone().expect("set above");
     if process.args().as_ref().is_none_or(|a| a.is_empty()) {
         bail!("exec: the process has no args");
     }
@@ -189,157 +179,70 @@ fn validate_sub_cgroup(s: &str) -> Result<()> {
 /// Runs `exec`; returns the exit status `rloxsc exec` should exit with.
 pub fn exec(ctx: &Context, opts: &ExecOptions) -> Result<i32> {
     let c = container::load(&ctx.layout, &opts.id)?;
-    if !c.can_exec()
-        && !(opts.ignore_paused && c.status() == libcontainer::container::ContainerStatus::Paused)
-    {
+    let paused = c.status() == libcontainer::container::ContainerStatus::Paused;
+    if !(c.can_exec() || opts.ignore_paused && paused) {
         bail!(
             "cannot exec in container {:?}: it is {}",
             opts.id,
             c.status().to_string().to_lowercase()
         );
     }
-    if let Some(sub) = &opts.cgroup {
-        validate_sub_cgroup(sub.split_once(':').map(|(_, p)| p).unwrap_or(sub))?;
+    let sub_cgroup = opts.cgroup.as_ref().map(|s| {
+        s.split_once(':')
+            .map(|(_, p)| p.to_string())
+            .unwrap_or(s.clone())
+    });
+    if let Some(sub) = &sub_cgroup {
+        validate_sub_cgroup(sub)?;
     }
     let init_pid = c
         .pid()
         .ok_or_else(|| anyhow!("container {:?} has no init process", opts.id))?
         .as_raw();
     let spec = ctx.layout.read_spec(&opts.id)?;
-    let (process, changes) = exec_process(ctx, &spec, opts)?;
+    let record = ctx.layout.read_record(&opts.id)?;
+    let (process, changes) = exec_process(&record.policy, &spec, opts)?;
     for ch in &changes {
         tracing::info!("container {} exec: {ch}", opts.id);
     }
-    let terminal = process.terminal().unwrap_or(false);
-    let (own_console, console_path) = crate::tty::console_for(
-        terminal,
-        opts.console_socket.as_ref(),
-        !opts.detach,
-        &ctx.layout
-            .bundle_dir(&opts.id)
-            .join(format!("console-{}.sock", std::process::id())),
-        "a terminal was asked for a detached process but no --console-socket was given",
-    )?;
-    let process_file = ctx
-        .layout
-        .bundle_dir(&opts.id)
-        .join(format!("exec-{}.json", std::process::id()));
-    std::fs::write(&process_file, serde_json::to_vec(&process)?)
-        .with_context(|| format!("cannot write {}", process_file.display()))?;
-    let _remove = RemoveOnDrop(process_file.clone());
-
-    let caller_seccomp = spec.linux().as_ref().and_then(|l| l.seccomp().clone());
-    let executor = HardenedExecutor::new(seccomp::for_policy(&ctx.policy)?, ctx.faults.executor())
-        .with_caller_seccomp(caller_seccomp);
-    let sub_cgroup = opts.cgroup.as_ref().map(|s| {
-        s.split_once(':')
-            .map(|(_, p)| p.to_string())
-            .unwrap_or(s.clone())
-    });
-    let pid = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
-        .with_executor(executor)
-        .with_root_path(ctx.layout.containers())
-        .map(|b| {
-            b.with_console_socket(console_path.as_ref())
-                .with_preserved_fds(opts.preserve_fds)
-        })
-        .and_then(|b| b.validate_id())
-        .and_then(|b| {
-            b.as_tenant()
-                .with_detach(opts.detach || console_path.is_some())
-                .with_process(Some(&process_file))
-                .with_ignore_paused(opts.ignore_paused)
-                .with_sub_cgroup(sub_cgroup)
-                .build()
-        })
-        .map_err(|e| {
-            anyhow!(
-                "cannot exec in container {:?}: {}",
-                opts.id,
-                // libcontainer words every exec failure as "failed to create container"
-                error_chain(&e).replace("failed to create container: ", "")
-            )
-        })?;
-
-    verify_exec(ctx, &opts.id, init_pid, pid.as_raw())?;
-    if let Some(pf) = &opts.pid_file {
-        let tmp = pf.with_extension(format!("rloxsc-tmp-{}", std::process::id()));
-        std::fs::write(&tmp, pid.as_raw().to_string())
-            .and_then(|_| std::fs::rename(&tmp, pf))
-            .with_context(|| format!("cannot write pid file {}", pf.display()))?;
-    }
-    if opts.detach {
+    let req = ExecRequest {
+        id: &opts.id,
+        process: &process,
+        detach: opts.detach,
+        console_socket: opts.console_socket.as_ref(),
+        preserve_fds: opts.preserve_fds,
+        ignore_paused: opts.ignore_paused,
+        sub_cgroup,
+        pid_file: opts.pid_file.as_ref(),
+    };
+    let waiter = if opts.detach {
+        None
+    } else {
+        Some(Waiter::install()?)
+    };
+    let started = launch::exec(ctx, &req, &record, &spec, init_pid)?;
+    let Some(waiter) = waiter else {
         return Ok(0);
-    }
-    let (_raw, output) = match &own_console {
-        Some(sock) => {
-            let m = sock.receive_master()?;
-            crate::tty::copy_window_size(&m);
-            (
-                Some(crate::tty::RawMode::enter()),
-                Some(crate::tty::proxy(m)?),
-            )
-        }
-        None => (None, None),
     };
-    let code = super::run::forward_and_wait(pid);
-    super::run::finish_output(output);
-    code
-}
-
-/// Checks the exec'd process from outside while it lives: no_new_privs, seccomp filter mode, clamped
-/// capabilities, and the init's namespaces. (Inside, the executor checked seccomp before execve.)
-fn verify_exec(ctx: &Context, id: &str, init_pid: i32, pid: i32) -> Result<()> {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return Ok(()); // already gone: the in-process check before its execve is what held
-    };
-    let mut failures = verify::check_status(&status, &ctx.policy);
-    for ns in ["pid", "mnt", "net", "ipc", "uts", "cgroup"] {
-        let a = crate::facts::ns_id(Path::new(&format!("/proc/{init_pid}/ns/{ns}")));
-        let b = crate::facts::ns_id(Path::new(&format!("/proc/{pid}/ns/{ns}")));
-        if a.is_some() && b.is_some() && a != b {
-            failures.push(verify::Failure {
-                key: keys::NAMESPACES,
-                what: format!("the exec'd process is not in the container's {ns} namespace"),
-            });
-        }
+    let terminal = started
+        .console
+        .as_ref()
+        .map(TerminalSession::attach)
+        .transpose()?;
+    let ending = waiter.wait(started.pid, None);
+    if let Some(t) = terminal {
+        t.finish();
     }
-    // a process that has exited between the reads cannot be judged from its leftovers
-    if failures.is_empty() || !Path::new(&format!("/proc/{pid}")).exists() {
-        return Ok(());
-    }
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    );
-    let list: Vec<String> = failures.iter().map(|f| f.to_string()).collect();
-    bail!(
-        "exec in container {id:?} failed its containment check and was killed: {}",
-        list.join("; ")
-    )
-}
-
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+    Ok(launch::exit_status(ending?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::Layout;
-    use crate::fault::Faults;
-    use crate::policy::Policy;
+    use std::path::Path;
 
-    fn ctx() -> Context {
-        Context {
-            layout: Layout::new("/nonexistent"),
-            policy: Policy::default(),
-            faults: Faults::default(),
-        }
+    fn policy() -> Policy {
+        Policy::default()
     }
 
     fn hardened_spec() -> Spec {
@@ -360,7 +263,7 @@ mod tests {
             caps: vec!["CAP_SYS_ADMIN".into()],
             ..Default::default()
         };
-        let e = exec_process(&ctx(), &hardened_spec(), &opts)
+        let e = exec_process(&policy(), &hardened_spec(), &opts)
             .unwrap_err()
             .to_string();
         assert!(
@@ -376,7 +279,7 @@ mod tests {
             caps: vec!["kill".into()],
             ..Default::default()
         };
-        let (p, _) = exec_process(&ctx(), &hardened_spec(), &opts).unwrap();
+        let (p, _) = exec_process(&policy(), &hardened_spec(), &opts).unwrap();
         assert!(p
             .capabilities()
             .as_ref()
@@ -398,7 +301,7 @@ mod tests {
             process: Some(f),
             ..Default::default()
         };
-        let (p, changes) = exec_process(&ctx(), &hardened_spec(), &opts).unwrap();
+        let (p, changes) = exec_process(&policy(), &hardened_spec(), &opts).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(p.no_new_privileges(), Some(true));
         let caps = p.capabilities().as_ref().unwrap();
@@ -426,7 +329,7 @@ mod tests {
             user: Some("1000:1001".into()),
             ..Default::default()
         };
-        let (p, _) = exec_process(&ctx(), &hardened_spec(), &opts).unwrap();
+        let (p, _) = exec_process(&policy(), &hardened_spec(), &opts).unwrap();
         let env = p.env().clone().unwrap();
         assert!(env.contains(&"FOO=bar".to_string()));
         assert_eq!(env.iter().filter(|e| e.starts_with("PATH=")).count(), 1);

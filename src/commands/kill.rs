@@ -21,7 +21,7 @@ pub fn kill(ctx: &Context, id: &str, signal: &str, all: bool) -> Result<()> {
     }
     match Signal::try_from(sig) {
         Ok(s) => c.kill(s, all).map_err(|e| {
-            let msg = super::create::error_chain(&e);
+            let msg = crate::errors::error_chain(&e);
             if msg.contains("ESRCH") || msg.contains("No such process") {
                 anyhow!("container {id:?}: no such process")
             } else {
@@ -54,23 +54,9 @@ pub fn kill(ctx: &Context, id: &str, signal: &str, all: bool) -> Result<()> {
 
 /// Pids in the same pids cgroup as `pid` (v1 or v2).
 fn cgroup_pids(pid: i32) -> Vec<i32> {
-    let Ok(cg) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
-        return vec![pid];
-    };
-    let dir = cg.lines().find_map(|l| {
-        let mut it = l.splitn(3, ':');
-        let _ = it.next()?;
-        let c = it.next()?;
-        let p = it.next()?.trim_start_matches('/').to_string();
-        if c.split(',').any(|x| x == "pids") {
-            Some(std::path::Path::new("/sys/fs/cgroup/pids").join(p))
-        } else if c.is_empty() {
-            Some(std::path::Path::new("/sys/fs/cgroup").join(p))
-        } else {
-            None
-        }
-    });
-    dir.and_then(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
-        .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+    crate::cgroups::ProcessCgroups::of(pid)
+        .and_then(|c| c.procs_dir())
+        .map(|d| crate::cgroups::procs_in(&d))
+        .filter(|v| !v.is_empty())
         .unwrap_or_else(|| vec![pid])
 }

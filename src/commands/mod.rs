@@ -1,4 +1,5 @@
-//! The runc-compatible verbs. Each module does one verb; [`Context`] carries what they share.
+//! The runc-compatible verbs, one module each (thin: the launch path is [`crate::launch`]); [`Context`]
+//! carries what they share.
 
 use crate::bundle::Layout;
 use crate::fault::Faults;

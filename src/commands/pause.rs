@@ -17,7 +17,7 @@ pub fn pause(ctx: &Context, id: &str) -> Result<()> {
     c.pause().map_err(|e| {
         anyhow!(
             "cannot pause container {id:?}: {}",
-            super::create::error_chain(&e)
+            crate::errors::error_chain(&e)
         )
     })
 }
@@ -34,7 +34,7 @@ pub fn resume(ctx: &Context, id: &str) -> Result<()> {
     c.resume().map_err(|e| {
         anyhow!(
             "cannot resume container {id:?}: {}",
-            super::create::error_chain(&e)
+            crate::errors::error_chain(&e)
         )
     })
 }

@@ -27,7 +27,7 @@ pub fn check(ctx: &Context, path: &Path) -> Result<i32> {
             path.to_path_buf(),
         )
     };
-    let spec = super::create::load_caller_spec_file(&config)?;
+    let spec = crate::bundle::load_caller_spec_file(&config)?;
     let facts = match crate::facts::gather(&spec, &bundle, ctx.layout.root()) {
         Ok(f) => f,
         Err(e) => {

@@ -1,14 +1,16 @@
-//! `start`: verify the created container once more from outside, then let its payload run.
+//! `start`: verify the created container once more from outside, with its effective policy, then let
+//! its payload run.
 
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
 
-use super::create::{cleanup_failed_create, verify_now};
 use super::Context;
 use crate::container;
+use crate::errors::error_chain;
 use crate::facts::{ns_file, ns_id, ALL_NAMESPACES};
 use crate::harden::HostFacts;
+use crate::launch::{verify_init, Guard};
 
 /// The host facts verification needs (the runtime's own namespaces).
 pub fn verification_facts() -> HostFacts {
@@ -30,7 +32,8 @@ pub fn start(ctx: &Context, id: &str) -> Result<()> {
 }
 
 /// Starts container `id`; `reverify` is false only when the caller verified it an instant ago in the
-/// same process (`run`), with nothing able to change it in between.
+/// same process (`run`), with nothing able to change it in between. A container that fails its
+/// verification is removed.
 pub fn start_checked(ctx: &Context, id: &str, reverify: bool) -> Result<()> {
     let mut c = container::load(&ctx.layout, id)?;
     if !c.can_start() {
@@ -43,23 +46,14 @@ pub fn start_checked(ctx: &Context, id: &str, reverify: bool) -> Result<()> {
         .pid()
         .ok_or_else(|| anyhow!("container {id:?} has no init process"))?
         .as_raw();
-    let verified = if reverify {
-        ctx.layout
-            .read_spec(id)
-            .and_then(|spec| verify_now(ctx, id, pid, &spec, &verification_facts()))
-    } else {
-        Ok(())
-    };
-    if let Err(e) = verified {
-        let _ = c.kill(nix::sys::signal::Signal::SIGKILL, true);
-        let _ = c.delete(true);
-        cleanup_failed_create(ctx, id);
-        return Err(e);
+    let guard = Guard::new(ctx, id);
+    if reverify {
+        let spec = ctx.layout.read_spec(id)?;
+        let record = ctx.layout.read_record(id)?;
+        verify_init(id, pid, &spec, &record.policy, &verification_facts())?;
     }
-    c.start().map_err(|e| {
-        anyhow!(
-            "cannot start container {id:?}: {}",
-            super::create::error_chain(&e)
-        )
-    })
+    // a start that fails leaves the container for the client to delete, as runc does
+    guard.disarm();
+    c.start()
+        .map_err(|e| anyhow!("cannot start container {id:?}: {}", error_chain(&e)))
 }

@@ -45,7 +45,7 @@ pub fn status_name(s: ContainerStatus) -> &'static str {
 
 /// Builds the runc state of a loaded container.
 pub fn runc_state(ctx: &Context, c: &Container) -> RuncState {
-    let meta = ctx.layout.read_meta(c.id());
+    let meta = ctx.layout.read_record(c.id()).ok();
     let spec = ctx.layout.read_spec(c.id()).ok();
     let stopped = c.status() == ContainerStatus::Stopped;
     RuncState {

@@ -116,7 +116,9 @@ pub fn update(ctx: &Context, id: &str, resources: Option<&str>, flags: &UpdateFl
         .as_ref()
         .and_then(|l| l.resources().clone())
         .unwrap_or_default();
-    let (clamped, changes) = clamp_update(&requested, &current, &ctx.policy);
+    // the container's own ceilings: the policy at its create, tightened by its annotations
+    let policy = ctx.layout.read_record(id)?.policy;
+    let (clamped, changes) = clamp_update(&requested, &current, &policy);
     for ch in &changes {
         tracing::info!("container {id}: {ch}");
     }
@@ -157,14 +159,15 @@ pub fn update(ctx: &Context, id: &str, resources: Option<&str>, flags: &UpdateFl
     ctx.layout.rewrite_spec(id, &spec)?;
 
     if let Some(pid) = c.pid() {
-        super::create::enforce_v2_no_swap(pid.as_raw(), &spec)?;
+        crate::cgroups::enforce_v2_no_swap(pid.as_raw(), &spec)?;
         // libcgroups replaces the device programs on every apply: put the extra deny back
-        super::create::deny_v2_default_devices(pid.as_raw())?;
+        crate::cgroups::deny_v2_default_devices(pid.as_raw())?;
     }
     // read back what the kernel now enforces
     if let Some(pid) = c.pid() {
-        if let Ok(cg) = std::fs::read_to_string(format!("/proc/{}/cgroup", pid.as_raw())) {
-            let failures = crate::verify::check_cgroups(&cg, &spec);
+        let obs = crate::verify::observe(pid.as_raw(), &crate::verify::Probe::default());
+        if let Ok(cg) = &obs.cgroup {
+            let failures = crate::verify::check_cgroups(cg, &spec);
             if !failures.is_empty() {
                 let list: Vec<String> = failures.iter().map(|f| f.to_string()).collect();
                 bail!(

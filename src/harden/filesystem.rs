@@ -10,10 +10,16 @@ use oci_spec::runtime::{Mount, Spec};
 use super::{refuse, Changes, HostFacts, Refusal};
 use crate::policy::{self, keys, Policy};
 
-/// Mount types a caller may use (bind mounts are recognised by their options).
-const ALLOWED_TYPES: &[&str] = &[
-    "proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2", "bind", "none",
+/// Kernel filesystems a caller may mount (anything else but a bind mount is refused).
+pub const KERNEL_MOUNT_TYPES: &[&str] = &[
+    "proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2",
 ];
+
+/// Whether a mount `type` may appear in a caller's spec (bind mounts are recognised by their options
+/// and may be typed `bind` or `none`).
+fn allowed_type(typ: &str) -> bool {
+    KERNEL_MOUNT_TYPES.contains(&typ) || typ == "bind" || typ == "none"
+}
 
 /// Destinations whose symlinks in the image are refused (CVE-2023-27561, CVE-2025-31133, CVE-2025-52565).
 pub const SYMLINK_SENSITIVE_DESTINATIONS: &[&str] = &[
@@ -56,6 +62,20 @@ pub fn harden_root(
         .linux()
         .as_ref()
         .and_then(|l| l.rootfs_propagation().clone());
+    // libcontainer 0.7 knows shared/private/slave/unbindable and always adds MS_REC, so the recursive
+    // spellings containerd sends (`rslave` for any HostToContainer mount) map onto those
+    let normalized = match prop.as_deref() {
+        Some("rslave") => Some("slave"),
+        Some("rprivate") => Some("private"),
+        Some("runbindable") => Some("unbindable"),
+        _ => None,
+    };
+    if let Some(n) = normalized {
+        spec.linux_mut()
+            .as_mut()
+            .expect("namespaces step created linux")
+            .set_rootfs_propagation(Some(n.into()));
+    }
     if matches!(prop.as_deref(), Some("shared") | Some("rshared")) {
         // libcontainer 0.7 knows only shared/private/slave/unbindable and always adds MS_REC:
         // "slave" is rslave ("rslave" itself would fail create with UnknownRootfsPropagation)
@@ -220,7 +240,7 @@ pub fn harden_mounts(
                     format!("bind mount {dest}: options now {}", o.join(",")),
                 );
             }
-        } else if !ALLOWED_TYPES.contains(&typ.as_str()) {
+        } else if !allowed_type(&typ) {
             return Err(refuse(
                 keys::MOUNT_TYPES,
                 format!("mount of type {typ:?} onto {dest} refused: only proc, sysfs, tmpfs, devpts, mqueue, cgroup and bind mounts are allowed"),

@@ -9,13 +9,14 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 
-use oci_spec::runtime::{LinuxNamespaceType, Spec};
+use oci_spec::runtime::{LinuxNamespaceType, PosixRlimit, Process, Spec};
 
 use crate::policy::Policy;
 
 pub mod annotations;
 pub mod devices;
 pub mod filesystem;
+pub mod invariants;
 pub mod namespaces;
 pub mod privileges;
 pub mod resources;
@@ -80,6 +81,9 @@ pub struct Hardened {
     pub spec: Spec,
     /// Every tightening applied to the caller's spec, in order.
     pub changes: Vec<Change>,
+    /// The container's effective policy: the policy tightened by the spec's annotations. It is stored
+    /// with the container and governs every later verb on it.
+    pub policy: Policy,
 }
 
 /// Collects changes while the steps run.
@@ -104,8 +108,10 @@ pub fn refuse(key: &'static str, reason: impl Into<String>) -> Refusal {
     }
 }
 
-/// Hardens `spec` for container `id` under `policy`: runs every step in order and returns the hardened
-/// spec with its list of changes, or the first refusal.
+/// Hardens `spec` for container `id` under `policy`: runs every step in order, then checks the result
+/// against the hardening invariants ([`invariants::check`]: a bug in a step becomes a refusal, never a
+/// running container), and returns the hardened spec with its list of changes and the effective
+/// policy, or the first refusal.
 pub fn harden(
     spec: &Spec,
     id: &str,
@@ -116,26 +122,61 @@ pub fn harden(
     let mut changes = Changes::default();
 
     validate_basics(&spec)?;
-    let policy = &annotations::tighten(policy, &spec, &mut changes);
-    namespaces::harden_namespaces(&mut spec, policy, facts, &mut changes)?;
+    let policy = annotations::tighten(policy, &spec, &mut changes);
+    namespaces::harden_namespaces(&mut spec, &policy, facts, &mut changes)?;
     filesystem::harden_root(&mut spec, facts, &mut changes)?;
-    filesystem::harden_mounts(&mut spec, policy, facts, &mut changes)?;
+    filesystem::harden_mounts(&mut spec, &policy, facts, &mut changes)?;
     filesystem::harden_masked_and_readonly_paths(&mut spec, facts, &mut changes);
-    resources::harden_cgroups_path(&mut spec, id, policy, &mut changes);
-    resources::harden_limits(&mut spec, policy, &mut changes);
-    resources::harden_rlimits(&mut spec, policy, &mut changes);
+    resources::harden_cgroups_path(&mut spec, id, &policy, &mut changes);
+    resources::harden_limits(&mut spec, &policy, &mut changes);
     resources::harden_sysctls(&mut spec, &mut changes);
-    privileges::harden_privileges(&mut spec, policy, &mut changes)?;
+    harden_process(
+        spec.process_mut()
+            .as_mut()
+            .expect("checked by validate_basics"),
+        &policy,
+        None,
+        &mut changes,
+    )?;
     devices::harden_devices(&mut spec, &mut changes);
     changes.push(
         crate::policy::keys::SECCOMP,
         "rloxsc's seccomp allowlist is installed under any profile the caller gives",
     );
+    invariants::check(&spec, &policy, facts).map_err(|what| {
+        refuse(
+            invariants::KEY,
+            format!(
+                "internal error: the hardened spec breaks an invariant ({what}); nothing was run"
+            ),
+        )
+    })?;
 
     Ok(Hardened {
         spec,
         changes: changes.0,
+        policy,
     })
+}
+
+/// The process-level steps, shared by `create` (the init) and `exec` (a new process in a running
+/// container), as sysbox-runc's `ConvertProcessSpec`: no_new_privileges, the five capability sets
+/// clamped, oom_score_adj, and the rlimits. An exec'd process without rlimits of its own gets the
+/// container init's (`inherited`) before they are clamped.
+pub fn harden_process(
+    process: &mut Process,
+    policy: &Policy,
+    inherited: Option<&[PosixRlimit]>,
+    changes: &mut Changes,
+) -> Result<(), Refusal> {
+    if process.rlimits().is_none() {
+        if let Some(rl) = inherited {
+            process.set_rlimits(Some(rl.to_vec()));
+        }
+    }
+    privileges::harden_privileges(process, policy, changes)?;
+    resources::harden_rlimits(process, policy, changes);
+    Ok(())
 }
 
 /// Checks what must be present for any container: a version 1.x spec, a root and a process with args.

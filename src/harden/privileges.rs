@@ -4,18 +4,17 @@
 
 use std::collections::HashSet;
 
-use oci_spec::runtime::{Capabilities, Capability, LinuxCapabilities, Spec};
+use oci_spec::runtime::{Capabilities, Capability, LinuxCapabilities, Process};
 
 use super::{Changes, Refusal};
 use crate::policy::{keys, Policy};
 
 /// Applies the privilege rules.
 pub fn harden_privileges(
-    spec: &mut Spec,
+    process: &mut Process,
     policy: &Policy,
     changes: &mut Changes,
 ) -> Result<(), Refusal> {
-    let process = spec.process_mut().get_or_insert_with(Default::default);
     if process.no_new_privileges() != Some(true) {
         process.set_no_new_privileges(Some(true));
         changes.push(keys::NO_NEW_PRIVS, "no_new_privileges forced on");
@@ -91,7 +90,12 @@ mod tests {
     fn careless_caps_are_clamped_and_all_sets_written() {
         let mut s = careless_spec();
         let mut c = Changes::default();
-        harden_privileges(&mut s, &Policy::default(), &mut c).unwrap();
+        harden_privileges(
+            s.process_mut().as_mut().unwrap(),
+            &Policy::default(),
+            &mut c,
+        )
+        .unwrap();
         let p = s.process().as_ref().unwrap();
         assert_eq!(p.no_new_privileges(), Some(true));
         let caps = p.capabilities().as_ref().unwrap();
@@ -132,7 +136,12 @@ mod tests {
         lc.set_inheritable(Some(all.clone()));
         lc.set_ambient(Some(all));
         s.process_mut().as_mut().unwrap().set_capabilities(Some(lc));
-        harden_privileges(&mut s, &Policy::default(), &mut Changes::default()).unwrap();
+        harden_privileges(
+            s.process_mut().as_mut().unwrap(),
+            &Policy::default(),
+            &mut Changes::default(),
+        )
+        .unwrap();
         let caps = s
             .process()
             .as_ref()
@@ -159,7 +168,12 @@ mod tests {
             .as_mut()
             .unwrap()
             .set_oom_score_adj(Some(-1000));
-        harden_privileges(&mut s, &Policy::default(), &mut Changes::default()).unwrap();
+        harden_privileges(
+            s.process_mut().as_mut().unwrap(),
+            &Policy::default(),
+            &mut Changes::default(),
+        )
+        .unwrap();
         assert_eq!(s.process().as_ref().unwrap().oom_score_adj(), Some(0));
     }
 }

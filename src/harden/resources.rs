@@ -3,7 +3,7 @@
 //! in a cgroup of their own, and only namespaced sysctls.
 
 use oci_spec::runtime::{
-    LinuxMemory, LinuxPids, LinuxResources, PosixRlimit, PosixRlimitType, Spec,
+    LinuxMemory, LinuxPids, LinuxResources, PosixRlimit, PosixRlimitType, Process, Spec,
 };
 
 use super::Changes;
@@ -109,9 +109,7 @@ pub fn harden_limits(spec: &mut Spec, policy: &Policy, changes: &mut Changes) {
 
     if let Some(unified) = res.unified_mut() {
         let before = unified.len();
-        unified.retain(|k, _| {
-            k.starts_with("cpu.") || k.starts_with("io.") || k.starts_with("hugetlb.")
-        });
+        unified.retain(|k, _| is_allowed_unified_key(k));
         if unified.len() != before {
             changes.push(
                 keys::UNIFIED,
@@ -127,8 +125,7 @@ fn show(v: Option<u64>) -> String {
 }
 
 /// Clamps RLIMIT_NOFILE and forces RLIMIT_CORE, RLIMIT_RTPRIO and RLIMIT_NICE to 0.
-pub fn harden_rlimits(spec: &mut Spec, policy: &Policy, changes: &mut Changes) {
-    let process = spec.process_mut().get_or_insert_with(Default::default);
+pub fn harden_rlimits(process: &mut Process, policy: &Policy, changes: &mut Changes) {
     let mut rl = process.rlimits().clone().unwrap_or_default();
 
     // libcontainer applies every entry in order, so with duplicates the last one is what counts
@@ -198,7 +195,7 @@ fn rlimit(typ: PosixRlimitType, soft: u64, hard: u64) -> PosixRlimit {
 
 /// Sysctls that are namespaced (and so only touch the container): `net.*` (the container has its own
 /// network namespace), IPC and message-queue keys.
-fn is_namespaced_sysctl(key: &str) -> bool {
+pub fn is_namespaced_sysctl(key: &str) -> bool {
     key.starts_with("net.")
         || key.starts_with("fs.mqueue.")
         || matches!(
@@ -212,6 +209,14 @@ fn is_namespaced_sysctl(key: &str) -> bool {
                 | "kernel.msgmni"
                 | "kernel.sem"
         )
+}
+
+/// Raw cgroup v2 `unified` keys a caller may set: CPU, IO and hugetlb tuning (never pids or memory,
+/// which would override the limits).
+pub fn is_allowed_unified_key(key: &str) -> bool {
+    ["cpu.", "io.", "hugetlb."]
+        .iter()
+        .any(|p| key.starts_with(p))
 }
 
 /// Drops sysctls that are not namespaced.
@@ -381,7 +386,11 @@ mod tests {
             rlimit(PosixRlimitType::RlimitNofile, 1_000_000, 1_000_000),
             rlimit(PosixRlimitType::RlimitCore, u64::MAX, u64::MAX),
         ]));
-        harden_rlimits(&mut s, &Policy::default(), &mut Changes::default());
+        harden_rlimits(
+            s.process_mut().get_or_insert_with(Default::default),
+            &Policy::default(),
+            &mut Changes::default(),
+        );
         let rl = s.process().as_ref().unwrap().rlimits().clone().unwrap();
         let nofile = rl
             .iter()
@@ -402,7 +411,11 @@ mod tests {
             rlimit(PosixRlimitType::RlimitRtprio, 99, 99),
             rlimit(PosixRlimitType::RlimitNice, 40, 40),
         ]));
-        harden_rlimits(&mut s, &Policy::default(), &mut Changes::default());
+        harden_rlimits(
+            s.process_mut().get_or_insert_with(Default::default),
+            &Policy::default(),
+            &mut Changes::default(),
+        );
         let rl = s.process().as_ref().unwrap().rlimits().clone().unwrap();
         for t in [PosixRlimitType::RlimitRtprio, PosixRlimitType::RlimitNice] {
             let r: Vec<_> = rl.iter().filter(|r| r.typ() == t).collect();
@@ -414,7 +427,11 @@ mod tests {
     #[test]
     fn absent_nofile_gets_default_and_lower_is_kept() {
         let mut s = careless_spec();
-        harden_rlimits(&mut s, &Policy::default(), &mut Changes::default());
+        harden_rlimits(
+            s.process_mut().get_or_insert_with(Default::default),
+            &Policy::default(),
+            &mut Changes::default(),
+        );
         let rl = s.process().as_ref().unwrap().rlimits().clone().unwrap();
         let nofile = rl
             .iter()
@@ -427,7 +444,11 @@ mod tests {
             .unwrap()
             .set_rlimits(Some(vec![rlimit(PosixRlimitType::RlimitNofile, 100, 200)]));
         let mut c = Changes::default();
-        harden_rlimits(&mut s, &Policy::default(), &mut c);
+        harden_rlimits(
+            s.process_mut().get_or_insert_with(Default::default),
+            &Policy::default(),
+            &mut c,
+        );
         let rl = s.process().as_ref().unwrap().rlimits().clone().unwrap();
         let nofile = rl
             .iter()
@@ -448,7 +469,11 @@ mod tests {
             big(PosixRlimitType::RlimitCore, 0),
             big(PosixRlimitType::RlimitCore, 1 << 20),
         ]));
-        harden_rlimits(&mut s, &Policy::default(), &mut Changes::default());
+        harden_rlimits(
+            s.process_mut().get_or_insert_with(Default::default),
+            &Policy::default(),
+            &mut Changes::default(),
+        );
         let rl = s.process().as_ref().unwrap().rlimits().clone().unwrap();
         let of = |t| rl.iter().filter(|r| r.typ() == t).collect::<Vec<_>>();
         let nofile = of(PosixRlimitType::RlimitNofile);

@@ -1,9 +1,10 @@
 //! Compiles the allowlist to a BPF program with libseccomp (linked statically).
 //!
 //! This file is shared with `build.rs`, which compiles the filter once at build time; the binary embeds
-//! the result ([`super::precompiled`]). The container's init only hands the finished program to the
-//! kernel: no libseccomp code runs per container. The runtime compiler stays for the unit test that
-//! proves the embedded program is exactly what this allowlist compiles to.
+//! the result ([`super::precompiled`]). A container's processes only hand the finished program to the
+//! kernel: no libseccomp code runs per container, unless the policy adds syscalls
+//! (`seccomp.extra_syscalls`, [`super::for_policy`]), which is compiled when such a container is
+//! launched. The unit test below proves the embedded program is exactly what this allowlist compiles to.
 
 use std::io::{Read, Seek, SeekFrom};
 

@@ -20,8 +20,9 @@ pub fn for_policy(policy: &crate::policy::Policy) -> anyhow::Result<CompiledFilt
         return Ok(precompiled());
     }
     tracing::info!(
-        "seccomp: the policy allows extra syscalls {} (policy key seccomp.extra_syscalls)",
-        policy.extra_syscalls.join(", ")
+        "seccomp: the policy allows extra syscalls {} (policy key {})",
+        policy.extra_syscalls.join(", "),
+        crate::policy::keys::EXTRA_SYSCALLS
     );
     compile_filter_with(&policy.extra_syscalls)
 }

@@ -743,3 +743,20 @@ pub fn uncontained_processes_of(id: &str) -> Vec<String> {
     }
     bad
 }
+
+/// A hook (run by rloxsc in the host's namespaces, with the container's state on stdin) that adds an
+/// interface without an address inside the container's network namespace: a dummy, or, on kernels
+/// without the dummy driver, a veth pair with both ends inside.
+pub fn interface_hook(env: &TestEnv) -> std::path::PathBuf {
+    let hook = env.dir.join("add-interface.sh");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\npid=$(sed -n 's/.*\"pid\": *\\([0-9]*\\).*/\\1/p')\n[ -n \"$pid\" ] || exit 3\n\
+         nsenter -t \"$pid\" -n ip link add dummy0 type dummy 2>/dev/null || \
+         exec nsenter -t \"$pid\" -n ip link add rlx0 type veth peer name rlx1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    hook
+}

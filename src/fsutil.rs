@@ -1,0 +1,180 @@
+//! Files rloxsc writes on the host (pid files, records, the private bundle, logs), written so that a
+//! local user who can write in the directory cannot redirect them: the final component is never
+//! followed when it is a symlink, temporary files get an unpredictable name and are created
+//! exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`), and a replacement is a rename over the target.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// Fails when `path` exists and is a symlink (a planted one would redirect root's write).
+pub fn refuse_symlink(path: &Path, what: &str) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => bail!(
+            "refusing to write the {what} {}: it is a symlink",
+            path.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// A random 64-bit value from the kernel (for temporary names nobody can predict).
+pub fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: getrandom writes at most b.len() bytes into the buffer we own.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n != b.len() as isize {
+        // the kernel's pool is always ready after boot; fall back to time and pid mixing anyway
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        return t ^ ((std::process::id() as u64) << 32);
+    }
+    u64::from_ne_bytes(b)
+}
+
+/// Creates a new file exclusively (never following a symlink, failing if anything exists there).
+pub fn create_new(path: &Path, mode: u32) -> std::io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Writes `data` to a new file at `path` (it must not exist).
+pub fn write_new(path: &Path, data: &[u8], mode: u32) -> Result<()> {
+    let mut f =
+        create_new(path, mode).with_context(|| format!("cannot create {}", path.display()))?;
+    f.write_all(data)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Replaces the file at `path` with `data` atomically: an exclusive temporary file with a random name
+/// in the same directory, then a rename over `path`. Refuses a symlink at `path`. `what` names the
+/// file in errors ("pid file", "run record").
+pub fn replace_file(path: &Path, data: &[u8], mode: u32, what: &str) -> Result<()> {
+    refuse_symlink(path, what)?;
+    let name = path
+        .file_name()
+        .with_context(|| format!("the {what} path {} has no file name", path.display()))?;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp: PathBuf = dir.join(format!(
+        ".{}.rloxsc-{:016x}",
+        name.to_string_lossy(),
+        random_u64()
+    ));
+    let res = (|| -> Result<()> {
+        let mut f = create_new(&tmp, mode)
+            .with_context(|| format!("cannot write the {what} {}", path.display()))?;
+        f.write_all(data)
+            .with_context(|| format!("cannot write the {what} {}", path.display()))?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("cannot write the {what} {}", path.display()))
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// Opens `path` for appending (created 0600 when absent), refusing a symlink as its final component.
+pub fn open_append_nofollow(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Reads at most `limit` bytes of a regular file without blocking (a FIFO or a device is refused, not
+/// waited on) and without following a symlink as the final component. More than `limit` bytes is an
+/// error.
+pub fn read_regular_bounded(path: &Path, limit: usize) -> Result<Vec<u8>> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    read_open_regular_bounded(f, path, limit)
+}
+
+/// [`read_regular_bounded`] of a file already opened.
+pub fn read_open_regular_bounded(f: File, path: &Path, limit: usize) -> Result<Vec<u8>> {
+    let md = f
+        .metadata()
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if !md.is_file() {
+        bail!("{} is not a regular file", path.display());
+    }
+    let mut data = Vec::new();
+    f.take(limit as u64 + 1)
+        .read_to_end(&mut data)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if data.len() > limit {
+        bail!(
+            "{} is larger than {} bytes; rloxsc does not read it",
+            path.display(),
+            limit
+        );
+    }
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "rloxsc-fsutil-{}-{}",
+            std::process::id(),
+            random_u64()
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn replace_refuses_a_planted_symlink_and_leaves_its_target_alone() {
+        let d = dir();
+        let target = d.join("victim");
+        std::fs::write(&target, "precious").unwrap();
+        let p = d.join("pid");
+        std::os::unix::fs::symlink(&target, &p).unwrap();
+        let e = replace_file(&p, b"1", 0o644, "pid file").unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
+        std::fs::remove_file(&p).unwrap();
+        replace_file(&p, b"42", 0o644, "pid file").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "42");
+        // no temporary file is left behind
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 2);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn bounded_read_refuses_fifos_and_big_files() {
+        let d = dir();
+        let fifo = d.join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        assert!(read_regular_bounded(&fifo, 10).is_err());
+        let big = d.join("big");
+        std::fs::write(&big, vec![b'x'; 11]).unwrap();
+        assert!(read_regular_bounded(&big, 10).is_err());
+        assert_eq!(read_regular_bounded(&big, 11).unwrap().len(), 11);
+        std::os::unix::fs::symlink(&big, d.join("link")).unwrap();
+        assert!(read_regular_bounded(&d.join("link"), 100).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
