@@ -46,9 +46,11 @@ unit-test: deps
 integration-test: build build-fault bundles
 	$(CARGO) test --release --locked --no-fail-fast --tests -- --test-threads=2
 
-# Formatting and lints (clippy with every warning an error; the crate's [lints] deny unsafe blocks
+# The vendored libcontainer is the crates.io release plus vendor/patches (vendor/README.md);
+# formatting; lints (clippy with every warning an error; the crate's [lints] deny unsafe blocks
 # without a SAFETY comment).
 lint: deps
+	bash vendor/check.sh
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --locked --all-targets -- -D warnings
 
