@@ -85,6 +85,19 @@ pub fn run_hooks(
             };
             tracing::debug!("run_hooks envs: {:?}", envs);
 
+            // A hook dies with the runtime process that runs it: a runtime killed while a hook
+            // hangs must not leave the hook behind (holding the runtime's stderr, and whatever the
+            // hook holds).
+            // SAFETY: the closure runs in the forked child before exec and only makes one prctl call,
+            // which is async-signal-safe.
+            unsafe {
+                hook_command.pre_exec(|| {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
             let mut hook_process = hook_command
                 .env_clear()
                 .envs(envs)

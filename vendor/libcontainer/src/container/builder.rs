@@ -33,6 +33,9 @@ pub struct ContainerBuilder {
     pub stdout: Option<OwnedFd>,
     // RawFd set to stderr of the container init process.
     pub stderr: Option<OwnedFd>,
+    /// Signal the container's intermediate and init processes get when the process that builds
+    /// the container exits before them (PR_SET_PDEATHSIG); `None`: they outlive it.
+    pub(super) parent_death_signal: Option<nix::sys::signal::Signal>,
 }
 
 /// Builder that can be used to configure the common properties of
@@ -78,6 +81,7 @@ impl ContainerBuilder {
             pid_file: None,
             console_socket: None,
             preserve_fds: 0,
+            parent_death_signal: None,
             executor: workload::default::get_executor(),
             stdin: None,
             stdout: None,
@@ -248,6 +252,15 @@ impl ContainerBuilder {
     /// ```
     pub fn with_preserved_fds(mut self, preserved_fds: i32) -> Self {
         self.preserve_fds = preserved_fds;
+        self
+    }
+
+    /// Makes the container's intermediate and init processes receive `signal` when the process
+    /// that builds the container exits first (PR_SET_PDEATHSIG, set as their first step and checked
+    /// against the parent that may already have gone): a foreground runtime that is killed leaves
+    /// none of them behind, holding its caller's stdio open.
+    pub fn with_parent_death_signal(mut self, signal: Option<nix::sys::signal::Signal>) -> Self {
+        self.parent_death_signal = signal;
         self
     }
 

@@ -62,6 +62,8 @@ pub(super) struct ContainerBuilderImpl {
     pub as_sibling: bool,
     // Run the process in an (existing) sub-cgroup(s)
     pub sub_cgroup_path: Option<String>,
+    /// Signal the intermediate and init processes get when the building process exits first.
+    pub parent_death_signal: Option<nix::sys::signal::Signal>,
     // Asm process label for the process commonly used with selinux.
     // TODO: youki does not support selinux yet
     #[allow(dead_code)]
@@ -190,6 +192,9 @@ impl ContainerBuilderImpl {
             stderr: self.stderr.as_ref().map(|x| x.as_raw_fd()),
             as_sibling: self.as_sibling,
             pid_file: self.pid_file.to_owned(),
+            parent_death_signal: self
+                .parent_death_signal
+                .map(|s| (s, nix::unistd::getpid())),
         };
 
         let init_pid = process::container_main_process::container_main_process(&container_args)

@@ -133,6 +133,7 @@ impl InitContainerBuilder {
             notify_path,
             container: Some(container.clone()),
             preserve_fds: self.base.preserve_fds,
+            parent_death_signal: self.base.parent_death_signal,
             detached: self.detached,
             executor: self.base.executor,
             no_pivot: self.no_pivot,

@@ -278,6 +278,7 @@ impl TenantContainerBuilder {
             notify_path: notify_path.clone(),
             container: None,
             preserve_fds: self.base.preserve_fds,
+            parent_death_signal: self.base.parent_death_signal,
             detached: self.detached,
             executor: self.base.executor,
             no_pivot: false,

@@ -55,4 +55,7 @@ pub struct ContainerArgs {
     /// File path used to communicate the PID of the
     /// container process to the higher-level runtime.
     pub pid_file: Option<PathBuf>,
+    /// Signal the intermediate and init processes get when the building process (the pid given)
+    /// exits before them.
+    pub parent_death_signal: Option<(nix::sys::signal::Signal, nix::unistd::Pid)>,
 }

@@ -152,6 +152,11 @@ pub fn container_intermediate_process(
 
     let cb: CloneCb = {
         Box::new(|| {
+            // the init is the building process's child too (CLONE_PARENT)
+            if let Err(err) = fork::set_parent_death_signal(args.parent_death_signal) {
+                tracing::error!(?err, "failed to set the parent death signal");
+                return -1;
+            }
             if let Err(ret) = prctl::set_name("youki:[2:INIT]") {
                 tracing::error!(?ret, "failed to set name for child process");
                 return ret;

@@ -62,6 +62,10 @@ pub fn container_main_process(container_args: &ContainerArgs) -> Result<Pid> {
 
     let cb: CloneCb = {
         Box::new(|| {
+            if let Err(err) = fork::set_parent_death_signal(container_args.parent_death_signal) {
+                tracing::error!(?err, "failed to set the parent death signal");
+                return -1;
+            }
             if let Err(ret) = prctl::set_name("youki:[1:INTER]") {
                 tracing::error!(?ret, "failed to set name for child process");
                 return ret;

@@ -50,6 +50,25 @@ pub fn container_clone_sibling(cb: CloneCb) -> Result<Pid, CloneError> {
     clone_internal(cb, libc::CLONE_PARENT as u64, None)
 }
 
+/// Called first in a cloned child: asks for `signal` when the parent exits (PR_SET_PDEATHSIG), then
+/// checks that the parent is still `parent`; if it has already gone (it died between the clone and
+/// this call), the signal would never come, so the child exits at once. A child that is the first
+/// process of a new pid namespace sees its parent as pid 0 and cannot tell; it needs no check: the
+/// channels to a parent that is gone are closed, and its first read from them fails.
+pub fn set_parent_death_signal(
+    setting: Option<(nix::sys::signal::Signal, nix::unistd::Pid)>,
+) -> Result<(), nix::Error> {
+    let Some((signal, parent)) = setting else {
+        return Ok(());
+    };
+    prctl::set_death_signal(signal as isize).map_err(nix::Error::from_raw)?;
+    let ppid = nix::unistd::getppid();
+    if ppid.as_raw() != 0 && ppid != parent {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
 // Clone a child process and execute the callback.
 pub fn container_clone(cb: CloneCb) -> Result<Pid, CloneError> {
     clone_internal(cb, 0, Some(SIGCHLD as u64))

@@ -1041,11 +1041,15 @@ fn verify_cwd() -> Result<()> {
 }
 
 /// Set the HOME environment variable if it is not already set or is empty.
-fn set_home_env_if_not_exists(envs: &mut HashMap<String, String>, uid: Uid) {
+///
+/// This runs inside the container, after pivot_root: a lookup through glibc (`getpwuid_r`) would
+/// follow the image's `/etc/nsswitch.conf` and load the NSS modules the image ships into the
+/// runtime's own process, and would block on an `/etc/passwd` that is a FIFO. The home directory is
+/// the runtime caller's to resolve (from the image's passwd file, from outside) and to put in the
+/// spec; here a missing HOME becomes `/`, runc's fallback when the user has no passwd entry.
+fn set_home_env_if_not_exists(envs: &mut HashMap<String, String>, _uid: Uid) {
     if envs.get("HOME").is_none_or(|v| v.is_empty()) {
-        if let Some(dir_home) = utils::get_user_home(uid.into()) {
-            set_home_from_path(envs, &dir_home);
-        }
+        set_home_from_path(envs, Path::new("/"));
     }
 }
 
@@ -1066,7 +1070,7 @@ mod tests {
     use anyhow::Result;
     #[cfg(feature = "libseccomp")]
     use nix::unistd;
-    use nix::unistd::{Uid, User as NixUser};
+    use nix::unistd::Uid;
     use oci_spec::runtime::{LinuxNamespaceBuilder, SpecBuilder, UserBuilder};
     #[cfg(feature = "libseccomp")]
     use serial_test::serial;
@@ -1400,56 +1404,19 @@ mod tests {
         envs.insert("HOME".to_owned(), "".to_owned());
 
         set_home_env_if_not_exists(&mut envs, Uid::from_raw(0));
-        assert_eq!(envs.get("HOME"), Some(&"/root".to_string()));
-    }
-
-    #[test]
-    fn test_set_home_env_if_not_exists_already_exists_but_empty_value_non_root() {
-        let mut envs = HashMap::new();
-        envs.insert("HOME".to_owned(), "".to_owned());
-
-        // Make TEST_NON_ROOT_UID configurable to run tests on GitHub Actions runners.
-        let test_uid = env::var("TEST_NON_ROOT_UID")
-            .ok()
-            .and_then(|s| s.parse::<u32>().ok())
-            .map(Uid::from_raw)
-            .unwrap_or_else(Uid::current);
-        let expected = NixUser::from_uid(test_uid)
-            .ok()
-            .flatten()
-            .and_then(|user| user.dir.to_str().map(|s| s.to_owned()))
-            .unwrap_or_default();
-
-        set_home_env_if_not_exists(&mut envs, test_uid);
-        assert_eq!(envs.get("HOME"), Some(&expected));
+        assert_eq!(envs.get("HOME"), Some(&"/".to_string()));
     }
 
     #[test]
     fn test_set_home_env_if_not_exists_not_set() {
         let mut envs = HashMap::new();
 
+        // never a passwd lookup inside the container (NSS would load the image's modules)
         set_home_env_if_not_exists(&mut envs, Uid::from_raw(0));
-        assert_eq!(envs.get("HOME"), Some(&"/root".to_string()));
-    }
-
-    #[test]
-    fn test_set_home_env_if_not_exists_not_set_non_root() {
+        assert_eq!(envs.get("HOME"), Some(&"/".to_string()));
         let mut envs = HashMap::new();
-
-        // Make TEST_NON_ROOT_UID configurable to run tests on GitHub Actions runners.
-        let test_uid = env::var("TEST_NON_ROOT_UID")
-            .ok()
-            .and_then(|s| s.parse::<u32>().ok())
-            .map(Uid::from_raw)
-            .unwrap_or_else(Uid::current);
-        let expected = NixUser::from_uid(test_uid)
-            .ok()
-            .flatten()
-            .and_then(|user| user.dir.to_str().map(|s| s.to_owned()))
-            .unwrap_or_default();
-
-        set_home_env_if_not_exists(&mut envs, test_uid);
-        assert_eq!(envs.get("HOME"), Some(&expected));
+        set_home_env_if_not_exists(&mut envs, Uid::current());
+        assert_eq!(envs.get("HOME"), Some(&"/".to_string()));
     }
 
     #[test]
