@@ -32,6 +32,7 @@ fn main() {
     let filter = compile::compile_filter().expect("compiling rloxsc's seccomp allowlist");
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     std::fs::write(out.join("rloxsc-seccomp.bpf"), &filter.bpf).unwrap();
+    std::fs::write(out.join("rloxsc-seccomp-guard.bpf"), &filter.guard).unwrap();
     std::fs::write(
         out.join("rloxsc-seccomp-unknown.txt"),
         filter.unknown.join(","),

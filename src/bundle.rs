@@ -33,6 +33,40 @@ pub struct ContainerRecord {
     /// The container's effective policy (the policy in force at create, tightened by the spec's
     /// annotations): what `start`, `exec`, `update`, `events` and `delete` apply to it.
     pub policy: Policy,
+    /// The init process, by pid *and* start time (set once the create is verified): a pid alone can
+    /// be recycled by another process after the init is gone, and must not then be signalled.
+    #[serde(default)]
+    pub init: Option<ProcessIdentity>,
+}
+
+/// A process named so that a recycled pid is not mistaken for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessIdentity {
+    /// Its pid (in the host's pid namespace).
+    pub pid: i32,
+    /// Its start time (`/proc/<pid>/stat` field 22, clock ticks since boot).
+    pub start_time: u64,
+}
+
+impl ProcessIdentity {
+    /// The identity of the running process `pid`.
+    pub fn of(pid: i32) -> Option<ProcessIdentity> {
+        start_time(pid).map(|start_time| ProcessIdentity { pid, start_time })
+    }
+
+    /// Whether `pid` is still this process (same pid, same start time).
+    pub fn is_alive(&self) -> bool {
+        start_time(self.pid) == Some(self.start_time)
+    }
+}
+
+/// The start time of process `pid`, if it exists.
+pub fn start_time(pid: i32) -> Option<u64> {
+    procfs::process::Process::new(pid)
+        .ok()?
+        .stat()
+        .ok()
+        .map(|s| s.starttime)
 }
 
 impl Layout {
@@ -111,6 +145,12 @@ impl Layout {
         Spec::load(&p).with_context(|| format!("cannot read the hardened spec {}", p.display()))
     }
 
+    /// Replaces rloxsc.json of `id`, atomically.
+    pub fn rewrite_record(&self, id: &str, record: &ContainerRecord) -> Result<()> {
+        let p = self.bundle_dir(id).join("rloxsc.json");
+        fsutil::replace_file(&p, &serde_json::to_vec(record)?, 0o600, "container record")
+    }
+
     /// Replaces the hardened spec of `id` (after `update`), atomically.
     pub fn rewrite_spec(&self, id: &str, spec: &Spec) -> Result<()> {
         let p = self.bundle_dir(id).join("config.json");
@@ -185,6 +225,7 @@ mod tests {
             caller_bundle: "/b".into(),
             changes: vec!["x".into()],
             policy: Policy::default(),
+            init: None,
         };
         l.write_bundle("c1", &Spec::default(), &meta).unwrap();
         assert!(

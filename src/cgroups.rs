@@ -118,6 +118,47 @@ pub fn procs_of_path(cgroups_path: &Path) -> Vec<i32> {
     procs_in(&v2_path_dir(cgroups_path))
 }
 
+/// Why the cgroup a spec names cannot be the container's, if it cannot: it already exists and holds
+/// processes, or cgroups below it, in one of the v1 `hierarchies` (directory names under
+/// /sys/fs/cgroup, e.g. `cpu,cpuacct`) or on v2. A container's end kills everything in its cgroup
+/// and removes it, and `pause` freezes everything below it: that must only ever be the container's
+/// own.
+pub fn occupied(cgroups_path: &Path, hierarchies: &[String]) -> Option<String> {
+    let mut dirs: Vec<PathBuf> = hierarchies
+        .iter()
+        .map(|h| v1_path_dir(cgroups_path, h))
+        .collect();
+    if hierarchies.is_empty() {
+        dirs.push(v2_path_dir(cgroups_path));
+    }
+    for d in dirs {
+        if !d.is_dir() {
+            continue;
+        }
+        let procs = procs_in(&d);
+        if !procs.is_empty() {
+            return Some(format!(
+                "the cgroup {} already holds {} process(es) (pid {})",
+                d.display(),
+                procs.len(),
+                procs[0]
+            ));
+        }
+        let child = std::fs::read_dir(&d).ok().and_then(|rd| {
+            rd.flatten()
+                .find(|e| e.path().join("cgroup.procs").exists())
+        });
+        if let Some(c) = child {
+            return Some(format!(
+                "the cgroup {} already has the cgroup {} below it",
+                d.display(),
+                c.path().display()
+            ));
+        }
+    }
+    None
+}
+
 /// Reads `key N` from a flat-keyed cgroup file (`memory.events`, `pids.events`, `memory.oom_control`).
 pub fn read_key(path: &Path, key: &str) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.lines().find_map(|l| {

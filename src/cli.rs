@@ -334,32 +334,36 @@ pub struct VerbTraits {
     pub widens: bool,
     /// It only prints: a closed stdout ends it quietly (SIGPIPE's default disposition).
     pub prints_only: bool,
+    /// It reads or changes the state under `--root`, which must then be root's alone.
+    pub uses_state: bool,
 }
 
 impl Command {
     /// The traits of this verb.
     pub fn traits(&self) -> VerbTraits {
-        let t = |starts, widens, prints_only| VerbTraits {
+        let t = |starts, widens, prints_only, uses_state| VerbTraits {
             starts_container_processes: starts,
             widens,
             prints_only,
+            uses_state,
         };
         match self {
-            Command::Create(_) | Command::Run { .. } | Command::Exec(_) => t(true, true, false),
-            Command::Start { .. } | Command::Update(_) => t(false, true, false),
-            Command::Spec { .. } => t(false, true, false),
-            Command::Policy { .. } => t(false, true, true),
+            Command::Create(_) | Command::Run { .. } | Command::Exec(_) => {
+                t(true, true, false, true)
+            }
+            Command::Start { .. } | Command::Update(_) => t(false, true, false, true),
+            Command::Spec { .. } => t(false, true, false, false),
+            Command::Policy { .. } => t(false, true, true, false),
             Command::State { .. }
             | Command::List { .. }
             | Command::Ps { .. }
-            | Command::Events { .. }
-            | Command::Features
-            | Command::Doctor => t(false, false, true),
+            | Command::Events { .. } => t(false, false, true, true),
+            Command::Features | Command::Doctor => t(false, false, true, false),
             Command::Kill { .. }
             | Command::Delete { .. }
             | Command::Pause { .. }
-            | Command::Resume { .. } => t(false, false, false),
-            Command::Checkpoint(_) | Command::Restore(_) => t(false, false, false),
+            | Command::Resume { .. } => t(false, false, false, true),
+            Command::Checkpoint(_) | Command::Restore(_) => t(false, false, false, false),
         }
     }
 }
@@ -425,6 +429,14 @@ pub fn main() -> i32 {
 }
 
 fn dispatch(cli: Cli) -> Result<i32> {
+    // root's rloxsc acts on state (pids, cgroup paths, bundles) it reads from --root: only a root
+    // could have written it
+    // SAFETY: geteuid has no preconditions
+    if unsafe { libc::geteuid() } == 0
+        && cli.command.as_ref().is_some_and(|c| c.traits().uses_state)
+    {
+        crate::trust::require_root_only(&cli.root, "state root")?;
+    }
     // an invalid or unreadable policy file refuses everything that starts or widens a container;
     // inspecting and cleaning up existing containers stays possible
     let (policy, policy_source) = match crate::policy_file::load(cli.policy.as_deref()) {
@@ -562,6 +574,8 @@ fn create_options(a: &CreateArgs, detach: bool) -> Result<CreateOptions> {
         preserve_fds: a.preserve_fds,
         detach,
         allocate_terminal: !detach,
+        die_with_runtime: false,
+        deadline: None,
     })
 }
 

@@ -1,7 +1,7 @@
 //! Helpers shared by the verbs: container ids, loading a container's state, signals.
 
 use anyhow::{anyhow, bail, Result};
-use libcontainer::container::Container;
+use libcontainer::container::{Container, ContainerStatus};
 
 use crate::bundle::Layout;
 
@@ -32,6 +32,20 @@ pub fn load(layout: &Layout, id: &str) -> Result<Container> {
         .map_err(|e| anyhow!("cannot load the state of container {id:?}: {e}"))?;
     c.refresh_status()
         .map_err(|e| anyhow!("cannot refresh the status of container {id:?}: {e}"))?;
+    // libcontainer judges "running" by the pid alone: once the init is gone, its pid may belong to
+    // another process, which no verb may then signal, join or judge as the container's
+    if c.status() != ContainerStatus::Stopped {
+        if let (Some(pid), Ok(rec)) = (c.pid(), layout.read_record(id)) {
+            if let Some(init) = rec.init {
+                if init.pid != pid.as_raw() || !init.is_alive() {
+                    tracing::warn!(
+                        "container {id}: pid {pid} is not its init any more (start time differs): the container is stopped"
+                    );
+                    c.set_status(ContainerStatus::Stopped);
+                }
+            }
+        }
+    }
     Ok(c)
 }
 

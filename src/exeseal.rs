@@ -246,17 +246,44 @@ fn remove_stale_copies(keep: &Path) {
     }
 }
 
-fn exec_args_env() -> Result<(Vec<CString>, Vec<CString>)> {
+/// The environment variable through which the sealed re-execution learns where the binary it was
+/// started from lives (checked against its own file before it is believed).
+const ORIGIN_VAR: &str = "RLOXSC_EXE_ORIGIN";
+
+/// Where the running rloxsc binary is installed (not its sealed copy): the path the unsealed
+/// invocation resolved, when it names the same file as `/proc/self/exe`, else `/proc/self/exe`'s
+/// target.
+pub fn origin() -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::fs::metadata("/proc/self/exe").ok()?;
+    let same =
+        |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.dev() == me.dev() && m.ino() == me.ino());
+    if let Some(p) = std::env::var_os(ORIGIN_VAR).map(PathBuf::from) {
+        if same(&p) {
+            return Some(p);
+        }
+    }
+    std::fs::read_link("/proc/self/exe")
+        .ok()
+        .filter(|p| same(p))
+}
+
+fn exec_args_env(origin: &Path) -> Result<(Vec<CString>, Vec<CString>)> {
     let args: Vec<CString> = std::env::args_os()
         .map(|a| CString::new(a.as_bytes()))
         .collect::<Result<_, _>>()?;
+    let mut origin_var = format!("{ORIGIN_VAR}=").into_bytes();
+    origin_var.extend_from_slice(origin.as_os_str().as_bytes());
     let env: Vec<CString> = std::env::vars_os()
+        .filter(|(k, _)| k != ORIGIN_VAR)
         .map(|(k, v)| {
             let mut b = k.as_bytes().to_vec();
             b.push(b'=');
             b.extend_from_slice(v.as_bytes());
-            CString::new(b)
+            b
         })
+        .chain(std::iter::once(origin_var))
+        .map(CString::new)
         .collect::<Result<_, _>>()?;
     Ok((args, env))
 }
@@ -271,7 +298,7 @@ pub fn ensure_sealed(empty_dir: &Path) -> Result<()> {
         return Ok(());
     }
     let exe: PathBuf = std::fs::read_link(self_exe).context("cannot resolve /proc/self/exe")?;
-    let (args, env) = exec_args_env()?;
+    let (args, env) = exec_args_env(&exe)?;
     match persistent_readonly_copy(&exe) {
         Ok(path) => {
             let p = CString::new(path.as_os_str().as_bytes())?;

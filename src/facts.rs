@@ -154,7 +154,25 @@ pub fn gather(spec: &Spec, bundle: &Path, runtime_root: &Path) -> Result<HostFac
         }
     }
 
+    // HOME, when the spec gives none: from the image's passwd file, read here from outside
+    let image_home = spec
+        .process()
+        .as_ref()
+        .filter(|p| {
+            !p.env()
+                .iter()
+                .flatten()
+                .any(|e| e.strip_prefix("HOME=").is_some_and(|v| !v.is_empty()))
+        })
+        .map(|p| image_home(&rootfs, p.user().uid()));
+    let mut runtime_binaries: Vec<PathBuf> = crate::exeseal::origin()
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .into_iter()
+        .collect();
+    runtime_binaries.push(PathBuf::from(crate::exeseal::SEALED_DIR).join("rloxsc"));
     Ok(HostFacts {
+        runtime_binaries,
+        image_home,
         host_namespaces,
         namespace_paths,
         canonical_sources,
@@ -167,9 +185,143 @@ pub fn gather(spec: &Spec, bundle: &Path, runtime_root: &Path) -> Result<HostFac
     })
 }
 
+/// The largest `/etc/passwd` rloxsc reads in an image.
+pub const MAX_PASSWD_BYTES: usize = 1 << 20;
+
+/// Opens `rel` inside the directory tree at `root` as if `root` were `/` (`openat2` with
+/// `RESOLVE_IN_ROOT`: symlinks, `..` and absolute links stay inside it; magic links are refused),
+/// read-only and non-blocking (a FIFO opens without waiting for a writer).
+pub fn open_in_root(root: &Path, rel: &str) -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(root)?;
+    let name = std::ffi::CString::new(rel).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+    const RESOLVE_IN_ROOT: u64 = 0x10;
+    let how = OpenHow {
+        flags: (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY) as u64,
+        mode: 0,
+        resolve: RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+    };
+    use std::os::fd::AsRawFd;
+    // SAFETY: openat2 with a valid dirfd, a NUL-terminated path and an open_how of the size given.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: openat2 returned a new fd that nothing else owns.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd as i32) })
+}
+
+/// How a process's home directory was found for its `HOME`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HomeLookup {
+    /// The image's `/etc/passwd` names this home for the uid.
+    Found(String),
+    /// The uid has no entry (or no usable home): `/`, as runc does.
+    NotListed,
+    /// The file could not be used (missing, not a regular file, too large, unreadable): `/`.
+    Unusable(String),
+}
+
+impl HomeLookup {
+    /// The `HOME` to give the process.
+    pub fn home(&self) -> &str {
+        match self {
+            HomeLookup::Found(h) => h,
+            _ => "/",
+        }
+    }
+}
+
+/// Finds uid's home in the image whose root directory is `root` (a bundle's rootfs, or
+/// `/proc/<pid>/root` of a running container) by reading its `/etc/passwd` from outside: never
+/// through NSS (which would load the image's modules into rloxsc), never blocking, at most
+/// [`MAX_PASSWD_BYTES`], never leaving the image through a symlink.
+pub fn image_home(root: &Path, uid: u32) -> HomeLookup {
+    let data = open_in_root(root, "etc/passwd")
+        .map_err(|e| e.to_string())
+        .and_then(|f| {
+            crate::fsutil::read_open_regular_bounded(f, Path::new("/etc/passwd"), MAX_PASSWD_BYTES)
+                .map_err(|e| format!("{e:#}"))
+        });
+    match data {
+        Ok(d) => match passwd_home(&String::from_utf8_lossy(&d), uid) {
+            Some(h) => HomeLookup::Found(h),
+            None => HomeLookup::NotListed,
+        },
+        Err(e) => HomeLookup::Unusable(e),
+    }
+}
+
+/// The home directory of `uid` in passwd-format text: the first entry with that uid and an
+/// absolute home.
+pub fn passwd_home(text: &str, uid: u32) -> Option<String> {
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() >= 7 && f[2].trim().parse::<u32>().ok() == Some(uid) && f[5].starts_with('/'))
+            .then(|| f[5].to_string())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passwd_homes() {
+        let t = "root:x:0:0:root:/root:/bin/sh\n# c\nbad\nnobody:x:65534:65534::/nonexistent:/bin/false\nu:x:1000:1000::relative:/bin/sh\n";
+        assert_eq!(passwd_home(t, 0).as_deref(), Some("/root"));
+        assert_eq!(passwd_home(t, 65534).as_deref(), Some("/nonexistent"));
+        assert_eq!(passwd_home(t, 1000), None);
+        assert_eq!(passwd_home(t, 5), None);
+    }
+
+    #[test]
+    fn image_home_never_blocks_follows_out_or_reads_unbounded() {
+        let d = std::env::temp_dir().join(format!("rloxsc-home-{}", std::process::id()));
+        let outside = std::env::temp_dir().join(format!("rloxsc-home-out-{}", std::process::id()));
+        std::fs::create_dir_all(d.join("etc")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("passwd"), "root:x:0:0::/escaped:/bin/sh\n").unwrap();
+        // a FIFO: refused at once, no writer waited for
+        nix::unistd::mkfifo(
+            &d.join("etc/passwd"),
+            nix::sys::stat::Mode::from_bits_truncate(0o644),
+        )
+        .unwrap();
+        assert!(matches!(image_home(&d, 0), HomeLookup::Unusable(_)));
+        std::fs::remove_file(d.join("etc/passwd")).unwrap();
+        // an absolute symlink resolves inside the image, not on the host
+        std::os::unix::fs::symlink(outside.join("passwd"), d.join("etc/passwd")).unwrap();
+        assert!(matches!(image_home(&d, 0), HomeLookup::Unusable(_)));
+        std::fs::remove_file(d.join("etc/passwd")).unwrap();
+        // too large
+        std::fs::write(d.join("etc/passwd"), vec![b'#'; MAX_PASSWD_BYTES + 1]).unwrap();
+        assert!(matches!(image_home(&d, 0), HomeLookup::Unusable(_)));
+        std::fs::write(d.join("etc/passwd"), "root:x:0:0::/root:/bin/sh\n").unwrap();
+        assert_eq!(image_home(&d, 0), HomeLookup::Found("/root".into()));
+        assert_eq!(image_home(&d, 7).home(), "/");
+        std::fs::remove_dir_all(&d).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
+    }
 
     #[test]
     fn finds_symlinked_component() {

@@ -87,12 +87,13 @@ pub fn replace_file(path: &Path, data: &[u8], mode: u32, what: &str) -> Result<(
     res
 }
 
-/// Opens `path` for appending (created 0600 when absent), refusing a symlink as its final component.
-pub fn open_append_nofollow(path: &Path) -> std::io::Result<File> {
+/// Opens `path` for appending (created with `mode` when absent), refusing a symlink as its final
+/// component (ELOOP).
+pub fn open_append_nofollow(path: &Path, mode: u32) -> std::io::Result<File> {
     OpenOptions::new()
         .create(true)
         .append(true)
-        .mode(0o600)
+        .mode(mode)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
 }

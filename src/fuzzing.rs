@@ -102,6 +102,8 @@ pub fn facts_for(spec: &Spec) -> HostFacts {
         canonical_sources,
         symlinked_destinations,
         rootfs: PathBuf::from("/bundle/rootfs"),
+        image_home: Some(crate::facts::HomeLookup::Found("/root".into())),
+        runtime_binaries: vec![PathBuf::from("/usr/local/sbin/rloxsc")],
         has_cgroup_namespace: true,
         cgroup_v1_hierarchies: vec![
             "cpu,cpuacct".into(),

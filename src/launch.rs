@@ -56,7 +56,35 @@ pub struct CreateOptions {
     /// Whether rloxsc itself should provide the terminal when process.terminal is set and no
     /// --console-socket was given (a foreground `run`).
     pub allocate_terminal: bool,
+    /// Whether the container's processes die with this one (a foreground `run`: nothing it created
+    /// outlives it, and nothing keeps its caller's stdio open).
+    pub die_with_runtime: bool,
+    /// When the create must be over (the run's `--timeout` from its first step); the policy's
+    /// `limits.create_timeout` bounds it in any case.
+    pub deadline: Option<Instant>,
 }
+
+/// The error of a create that did not finish by its deadline (the container was killed and
+/// removed); `run` records it.
+#[derive(Debug)]
+pub struct CreateTimedOut {
+    /// How long the create was given.
+    pub after: Duration,
+    /// Whether the run's own `--timeout` (not the policy's create limit) was the bound.
+    pub by_run_timeout: bool,
+}
+
+impl std::fmt::Display for CreateTimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.by_run_timeout {
+            write!(f, "the container was not created within --timeout ({:?}); everything it started was killed", self.after)
+        } else {
+            write!(f, "the container was not created within {:?} (policy key {}); everything it started was killed", self.after, keys::CREATE_TIMEOUT)
+        }
+    }
+}
+
+impl std::error::Error for CreateTimedOut {}
 
 /// Removes what a launch of container `id` created, unless disarmed: its processes (SIGKILL), its
 /// cgroups, libcontainer's state and rloxsc's private bundle.
@@ -158,6 +186,7 @@ pub struct Created<'a> {
     /// The init's pid.
     pub pid: Pid,
     guard: Guard<'a>,
+    custodian: crate::custodian::Custodian,
 }
 
 impl<'a> Created<'a> {
@@ -168,9 +197,24 @@ impl<'a> Created<'a> {
     }
 
     /// Keeps the container but returns the guard, for a caller (`run`) that still has steps to do
-    /// before the container is safely its own.
-    pub fn split(self) -> (Container, Option<ConsoleSocket>, Pid, Guard<'a>) {
-        (self.container, self.console, self.pid, self.guard)
+    /// before the container is safely its own, and the custodian, which removes the container if
+    /// the caller is killed before it could (end it with [`crate::custodian::Custodian::finish`]).
+    pub fn split(
+        self,
+    ) -> (
+        Container,
+        Option<ConsoleSocket>,
+        Pid,
+        Guard<'a>,
+        crate::custodian::Custodian,
+    ) {
+        (
+            self.container,
+            self.console,
+            self.pid,
+            self.guard,
+            self.custodian,
+        )
     }
 }
 
@@ -217,6 +261,15 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         &layout.root().join(format!("console-{}.sock", opts.id)),
         "process.terminal is set but no --console-socket was given: a detached container needs --console-socket (or set process.terminal to false)",
     )?;
+    if let Some(cg) = spec.linux().as_ref().and_then(|l| l.cgroups_path().clone()) {
+        if let Some(why) = crate::cgroups::occupied(&cg, &host.cgroup_v1_hierarchies) {
+            bail!(
+                "refusing to create container {:?}: {why}; rloxsc only runs a container in a cgroup of its own, since its end kills and removes what the cgroup holds (policy key {})",
+                opts.id,
+                keys::CGROUP_PARENT
+            );
+        }
+    }
     let executor = executor_for(&policy, &ctx.faults, None)?;
     tracing::debug!(
         "create {}: hardened, executor ready at {:?}",
@@ -224,10 +277,11 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         t0.elapsed()
     );
 
-    let record = ContainerRecord {
+    let mut record = ContainerRecord {
         caller_bundle: bundle.clone(),
         changes: hardened.changes.iter().map(|c| c.to_string()).collect(),
         policy,
+        init: None,
     };
     let private = layout.write_bundle(&opts.id, &spec, &record)?;
     let guard = Guard::new(ctx, &opts.id);
@@ -239,6 +293,16 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
 
     let capture = private.join("create-errors.log");
     crate::logging::capture_errors_to(&capture);
+    let limit = t0 + Duration::from_secs(record.policy.create_timeout_s);
+    let (deadline, by_run_timeout) = match opts.deadline {
+        Some(d) if d < limit => (d, true),
+        _ => (limit, false),
+    };
+    let reap = opts.die_with_runtime.then(|| crate::custodian::Reap {
+        root: layout.root().to_path_buf(),
+        id: opts.id.clone(),
+    });
+    let mut custodian = crate::custodian::Custodian::spawn(deadline, reap)?;
     let built = builder(
         ctx,
         &opts.id,
@@ -246,6 +310,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         console_path.as_ref(),
         opts.preserve_fds,
     )
+    .map(|b| b.with_parent_death_signal(opts.die_with_runtime.then_some(Signal::SIGKILL)))
     .and_then(|b| {
         b.as_init(&private)
             .with_systemd(false)
@@ -253,7 +318,15 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
             .with_oci_bundle(&bundle)
             .build()
     });
+    let fired = custodian.created();
     let causes = crate::logging::take_captured_errors(&capture);
+    if fired {
+        drop(built);
+        return Err(anyhow::Error::new(CreateTimedOut {
+            after: deadline.saturating_duration_since(t0),
+            by_run_timeout,
+        }));
+    }
     let container = built.map_err(|e| {
         let msg = error_chain(&e);
         anyhow!(
@@ -277,6 +350,11 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         .ok_or_else(|| anyhow!("container {:?} has no init pid after create", opts.id))?;
     complete_init(pid.as_raw(), &spec)?;
     verify_init(&opts.id, pid.as_raw(), &spec, &record.policy, &host)?;
+    record.init = Some(
+        crate::bundle::ProcessIdentity::of(pid.as_raw())
+            .ok_or_else(|| anyhow!("container {:?}: its init {pid} is gone", opts.id))?,
+    );
+    layout.rewrite_record(&opts.id, &record)?;
     if let Some(pid_file) = &opts.pid_file {
         write_pid_file(pid_file, pid.as_raw())?;
     }
@@ -288,6 +366,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         record,
         pid,
         guard,
+        custodian,
     })
 }
 

@@ -176,11 +176,13 @@ impl Logger {
     pub fn init(path: Option<&Path>, format: LogFormat, debug: bool) -> Result<Logger> {
         let file = match path {
             Some(p) => Some(SharedFile(Arc::new(Mutex::new(
-                OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(p)
-                    .with_context(|| format!("cannot open log file {}", p.display()))?,
+                crate::fsutil::open_append_nofollow(p, 0o644).with_context(|| {
+                    if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+                        format!("refusing the log file {}: it is a symlink", p.display())
+                    } else {
+                        format!("cannot open log file {}", p.display())
+                    }
+                })?,
             )))),
             None => None,
         };

@@ -40,6 +40,10 @@ pub mod keys {
     pub const CORE: &str = "limits.core";
     /// RLIMIT_RTPRIO and RLIMIT_NICE (always 0: no real-time or raised priority).
     pub const PRIORITY: &str = "limits.priority";
+    /// The ptys a container's devpts instance may hold (`max=`).
+    pub const PTYS: &str = "limits.ptys";
+    /// How long a create may take before everything it started is killed.
+    pub const CREATE_TIMEOUT: &str = "limits.create_timeout";
     /// Raw cgroup v2 `unified` keys a caller may set.
     pub const UNIFIED: &str = "limits.unified";
     /// The capability set a container may hold.
@@ -48,6 +52,8 @@ pub mod keys {
     pub const NO_NEW_PRIVS: &str = "process.no_new_privileges";
     /// oom_score_adj never below 0.
     pub const OOM_SCORE_ADJ: &str = "process.oom_score_adj";
+    /// `HOME` is resolved by rloxsc from outside (never by NSS inside the container).
+    pub const HOME: &str = "process.home";
     /// Device nodes and device cgroup rules.
     pub const DEVICES: &str = "devices.allowed";
     /// Sysctls a caller may set (namespaced ones only).
@@ -58,6 +64,11 @@ pub mod keys {
     pub const ROOTFS: &str = "filesystem.rootfs";
     /// The runtime binary is sealed (read-only overlay or sealed memfd) before containers see it.
     pub const EXE_SEAL: &str = "runtime.sealed_binary";
+    /// Before the payload runs, the container's cgroup holds only its init, every process filtered.
+    pub const PROCESSES: &str = "container.processes";
+    /// Host files root's rloxsc trusts (policy files, the state root, the records directory) are
+    /// root's and writable only by root, like every directory above them.
+    pub const TRUSTED_FILES: &str = "runtime.trusted_files";
     /// Runtime options that would weaken containment (e.g. `--no-pivot`).
     pub const CLI: &str = "cli.weakening_options";
     /// Syscalls a policy allows on top of rloxsc's allowlist (never a forbidden one).
@@ -72,6 +83,7 @@ pub mod keys {
         NETWORK_MODE,
         SECCOMP,
         EXTRA_SYSCALLS,
+        PROCESSES,
         READONLY_ROOT,
         ROOTFS,
         MASKED_PATHS,
@@ -85,14 +97,18 @@ pub mod keys {
         NOFILE,
         CORE,
         PRIORITY,
+        PTYS,
+        CREATE_TIMEOUT,
         UNIFIED,
         CAPABILITIES,
         NO_NEW_PRIVS,
         OOM_SCORE_ADJ,
+        HOME,
         DEVICES,
         SYSCTL,
         CGROUP_PARENT,
         EXE_SEAL,
+        TRUSTED_FILES,
         CLI,
         INVARIANTS,
     ];
@@ -152,6 +168,8 @@ pub struct Policy {
     pub nofile: Limit,
     /// Size of each writable tmpfs, in bytes.
     pub tmpfs_bytes: Limit,
+    /// ptys of the container's devpts instance (`max=`).
+    pub ptys: Limit,
     /// Capabilities a container may keep; anything else is dropped from all five sets.
     pub capabilities: Vec<Capability>,
     /// What the network namespace may contain.
@@ -166,6 +184,9 @@ pub struct Policy {
     pub extra_syscalls: Vec<String>,
     /// Where `delete` writes a run record for every container (off when `None`).
     pub records_dir: Option<std::path::PathBuf>,
+    /// Seconds a create may take (libcontainer's create, hooks included) before everything it
+    /// started is killed and the create fails; a `run --timeout` shorter than this bounds it too.
+    pub create_timeout_s: u64,
 }
 
 /// Capabilities that no policy can ever grant: each one is an escape or host-control primitive.
@@ -300,6 +321,10 @@ impl Default for Policy {
                 default: 64 * MIB,
                 ceiling: GIB,
             },
+            ptys: Limit {
+                default: 64,
+                ceiling: 1024,
+            },
             capabilities: DEFAULT_CAPABILITIES.to_vec(),
             network: NetworkMode::LoopbackOnly,
             writable_binds: true,
@@ -307,6 +332,7 @@ impl Default for Policy {
             cgroup_parent: "/rloxsc".to_string(),
             extra_syscalls: Vec::new(),
             records_dir: None,
+            create_timeout_s: 60,
         }
     }
 }

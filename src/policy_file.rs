@@ -47,6 +47,10 @@ pub mod bounds {
     pub const NOFILE_MAX: u64 = 1 << 20;
     /// Highest tmpfs size a policy may set (bytes).
     pub const TMPFS_MAX: u64 = 64 << 30;
+    /// Most ptys a policy may give one container.
+    pub const PTYS_MAX: u64 = 4096;
+    /// Longest create a policy may allow (seconds).
+    pub const CREATE_TIMEOUT_MAX: u64 = 3600;
 }
 
 #[derive(Debug, Deserialize)]
@@ -70,6 +74,8 @@ struct LimitsSection {
     memory: Option<LimitFile>,
     nofile: Option<LimitFile>,
     tmpfs: Option<LimitFile>,
+    ptys: Option<LimitFile>,
+    create_timeout: Option<Num>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -202,6 +208,24 @@ pub fn parse(text: &str) -> Result<Policy> {
             1 << 20,
             bounds::TMPFS_MAX,
         )?;
+        p.ptys = limit("ptys", &l.ptys, base.ptys, 1, bounds::PTYS_MAX)?;
+        if let Some(t) = &l.create_timeout {
+            let secs = match t {
+                Num::Int(v) => *v,
+                Num::Text(s) => crate::commands::run::parse_duration(s)
+                    .map_err(|_| {
+                        anyhow!("limits.create_timeout {s:?} is not a duration (e.g. \"60s\")")
+                    })?
+                    .as_secs(),
+            };
+            if secs == 0 || secs > bounds::CREATE_TIMEOUT_MAX {
+                bail!(
+                    "limits.create_timeout {secs}s is outside the hard bounds 1..={}s",
+                    bounds::CREATE_TIMEOUT_MAX
+                );
+            }
+            p.create_timeout_s = secs;
+        }
     }
     if let Some(c) = file.capabilities.as_ref().and_then(|c| c.allowed.as_ref()) {
         let mut caps = Vec::new();
@@ -283,6 +307,12 @@ pub fn locate(flag: Option<&Path>) -> (PathBuf, bool) {
 /// error (naming the file and line) when the file cannot be read or is invalid.
 pub fn load(flag: Option<&Path>) -> Result<(Policy, Option<PathBuf>)> {
     let (path, explicit) = locate(flag);
+    // root's rloxsc reads a policy only a root could have written (a non-root rloxsc cannot widen
+    // anything: it cannot create containers)
+    // SAFETY: geteuid has no preconditions
+    if unsafe { libc::geteuid() } == 0 && (explicit || path.exists()) {
+        crate::trust::require_root_only(&path, "policy file")?;
+    }
     match std::fs::read_to_string(&path) {
         Ok(text) => {
             let p = parse(&text)
@@ -308,10 +338,10 @@ pub fn render(p: &Policy, source: Option<&Path>) -> String {
     let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
     let extra: Vec<String> = p.extra_syscalls.iter().map(|s| quote(s)).collect();
     let mut s = format!(
-        "# effective rloxsc policy ({})\n[limits]\npids = {{ default = {}, ceiling = {} }}\nmemory = {{ default = {}, ceiling = {} }}\nnofile = {{ default = {}, ceiling = {} }}\ntmpfs = {{ default = {}, ceiling = {} }}\n\n[capabilities]\nallowed = [{}]\n\n[network]\nmode = \"{}\"\n\n[mounts]\nwritable_binds = {}\n\n[seccomp]\nextra_syscalls = [{}]\n\n[cgroups]\nparent = {}\n",
+        "# effective rloxsc policy ({})\n[limits]\npids = {{ default = {}, ceiling = {} }}\nmemory = {{ default = {}, ceiling = {} }}\nnofile = {{ default = {}, ceiling = {} }}\ntmpfs = {{ default = {}, ceiling = {} }}\nptys = {{ default = {}, ceiling = {} }}\ncreate_timeout = {}\n\n[capabilities]\nallowed = [{}]\n\n[network]\nmode = \"{}\"\n\n[mounts]\nwritable_binds = {}\n\n[seccomp]\nextra_syscalls = [{}]\n\n[cgroups]\nparent = {}\n",
         source.map(|p| p.display().to_string().replace(['\n', '\r'], " ")).unwrap_or_else(|| "built-in defaults".into()),
         p.pids.default, p.pids.ceiling, p.memory_bytes.default, p.memory_bytes.ceiling, p.nofile.default, p.nofile.ceiling,
-        p.tmpfs_bytes.default, p.tmpfs_bytes.ceiling, caps.join(", "), p.network.as_str(), p.writable_binds, extra.join(", "), quote(&p.cgroup_parent),
+        p.tmpfs_bytes.default, p.tmpfs_bytes.ceiling, p.ptys.default, p.ptys.ceiling, p.create_timeout_s, caps.join(", "), p.network.as_str(), p.writable_binds, extra.join(", "), quote(&p.cgroup_parent),
     );
     if let Some(d) = &p.records_dir {
         s.push_str(&format!(

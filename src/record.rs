@@ -218,6 +218,46 @@ impl RunRecord {
         ))
     }
 
+    /// The record of a run whose create did not finish in time (nothing of it ran: no exit, no
+    /// counters; the container was killed and removed): status `timed_out` when the run's own
+    /// `--timeout` passed, `create_timed_out` when the policy's create limit did.
+    pub fn create_timed_out(
+        id: &str,
+        by_run_timeout: bool,
+        wall_time_s: f64,
+        timeout: Option<std::time::Duration>,
+    ) -> RunRecord {
+        RunRecord {
+            id: id.to_string(),
+            status: if by_run_timeout {
+                "timed_out"
+            } else {
+                "create_timed_out"
+            },
+            exit_code: None,
+            signal: None,
+            wall_time_s,
+            user_cpu_s: 0.0,
+            system_cpu_s: 0.0,
+            peak_memory_bytes: 0,
+            oom_killed: false,
+            oom_kills: 0,
+            pids_limit_hit: false,
+            timed_out: true,
+            limits: Limits {
+                pids: None,
+                memory_bytes: None,
+                timeout_s: timeout.map(|t| t.as_secs_f64()),
+            },
+            cgroup: if crate::cgroups::host_is_v1() {
+                "v1"
+            } else {
+                "v2"
+            },
+            tightenings: vec![],
+        }
+    }
+
     /// Writes the record as one JSON object (and a newline) to `path`, replacing it atomically and
     /// never through a symlink.
     pub fn write(&self, path: &Path) -> anyhow::Result<()> {

@@ -408,6 +408,55 @@ pub fn judge(obs: &Observation, spec: &Spec, policy: &Policy, host: &HostFacts) 
     out
 }
 
+/// How many seccomp filters every process of the container carries: rloxsc's two programs, and the
+/// caller's profile when the spec has one (libcontainer loads it as one filter).
+pub fn expected_filters(spec: &Spec) -> u32 {
+    crate::seccomp::PROGRAMS
+        + u32::from(spec.linux().as_ref().is_some_and(|l| l.seccomp().is_some()))
+}
+
+/// Before the payload runs, the container's cgroup holds exactly its init, in seccomp filter mode
+/// with the expected number of filters: a process that the image started inside rloxsc's own init
+/// (an NSS module's constructor, say) before the filter was in place is a failure, not a detail.
+/// Processes without an address space (zombies, a process inside exit()) run no code and are
+/// left out.
+pub fn check_processes(obs: &Observation, filters: u32) -> Vec<Failure> {
+    let mut out = Vec::new();
+    for p in &obs.cgroup_processes {
+        let Some(st) = &p.status else { continue };
+        if !st.has_mm {
+            continue;
+        }
+        if p.pid != obs.pid {
+            out.push(fail(
+                keys::PROCESSES,
+                format!(
+                    "process {} is in the container's cgroup before its payload ran (Seccomp: {}, filters: {})",
+                    p.pid,
+                    st.seccomp.map(|v| v.to_string()).unwrap_or_else(|| "?".into()),
+                    st.seccomp_filters.map(|v| v.to_string()).unwrap_or_else(|| "?".into())
+                ),
+            ));
+        }
+        if st.seccomp != Some(2) || st.seccomp_filters != Some(filters) {
+            out.push(fail(
+                keys::SECCOMP,
+                format!(
+                    "process {} of the container has seccomp mode {:?} with {:?} filters, expected mode 2 with {filters}",
+                    p.pid, st.seccomp, st.seccomp_filters
+                ),
+            ));
+        }
+    }
+    if !obs.cgroup_processes.iter().any(|p| p.pid == obs.pid) {
+        out.push(fail(
+            keys::PROCESSES,
+            format!("the container's init {} is not in its own cgroup", obs.pid),
+        ));
+    }
+    out
+}
+
 /// NoNewPrivs, seccomp mode and the five capability masks.
 pub fn check_status(st: &StatusFacts, policy: &Policy) -> Vec<Failure> {
     let mut out = Vec::new();
@@ -584,6 +633,12 @@ pub fn check_mounts(
                     "{} at {} is writable inside the container",
                     m.fstype, m.point
                 ),
+            ));
+        }
+        if m.fstype == "devpts" && !m.super_opts.split(',').any(|o| o.starts_with("max=")) {
+            out.push(fail(
+                keys::PTYS,
+                format!("devpts at {} has no pty limit (max=)", m.point),
             ));
         }
         if m.fstype == "tmpfs"
@@ -1000,6 +1055,57 @@ mod tests {
         };
         assert_eq!(check_cgroups(&v2_swap, &spec)[0].key, keys::MEMORY);
         assert_eq!(check_cgroups(&CgroupFacts::None, &spec)[0].key, keys::PIDS);
+    }
+
+    fn obs_with(procs: Vec<(i32, Option<StatusFacts>)>) -> Observation {
+        Observation {
+            pid: 1,
+            status: Ok(st(GOOD_STATUS)),
+            namespaces: vec![],
+            exe: crate::exeseal::Sealing::ReadOnlyMount,
+            interfaces: Ok(vec![]),
+            mounts: Ok(vec![]),
+            existing_paths: Default::default(),
+            rlimits: Ok(rl((1024, 1024), (0, 0), (0, 0))),
+            cgroup: Ok(CgroupFacts::None),
+            devices_list: None,
+            cgroup_processes: procs
+                .into_iter()
+                .map(|(pid, status)| ProcessSeccomp { pid, status })
+                .collect(),
+            oom_score_adj: Ok(0),
+        }
+    }
+
+    #[test]
+    fn every_process_of_the_cgroup_is_judged() {
+        let good = st(GOOD_STATUS);
+        assert!(check_processes(&obs_with(vec![(1, Some(good.clone()))]), 1).is_empty());
+        // the caller's profile too: one more filter expected
+        let f = check_processes(&obs_with(vec![(1, Some(good.clone()))]), 2);
+        assert_eq!(f[0].key, keys::SECCOMP, "{f:?}");
+        // a second process, filterless (an image's NSS module forked it inside rloxsc's init)
+        let bare = st(&GOOD_STATUS
+            .replace("Seccomp:\t2", "Seccomp:\t0")
+            .replace("Seccomp_filters:\t1", "Seccomp_filters:\t0"));
+        let f = check_processes(&obs_with(vec![(1, Some(good.clone())), (7, Some(bare))]), 1);
+        assert!(
+            f.iter().any(|x| x.key == keys::PROCESSES) && f.iter().any(|x| x.key == keys::SECCOMP),
+            "{f:?}"
+        );
+        // a zombie (no address space) runs nothing
+        let zombie = st(&GOOD_STATUS.replace("VmSize:\t 1000 kB\n", ""));
+        assert!(check_processes(
+            &obs_with(vec![(1, Some(good.clone())), (8, Some(zombie))]),
+            1
+        )
+        .is_empty());
+        // the init missing from its cgroup
+        let f = check_processes(&obs_with(vec![(9, Some(good))]), 1);
+        assert!(
+            f.iter().any(|x| x.what.contains("not in its own cgroup")),
+            "{f:?}"
+        );
     }
 
     #[test]

@@ -569,10 +569,22 @@ fn file_handle(path: &Path) -> String {
 struct HostTty {
     slave_path: PathBuf,
     _master: OwnedFd,
-    owner: Child,
+    owner: Option<Child>,
 }
 
 impl HostTty {
+    /// A host terminal that no session owns (a pty whose master a host program holds, not any
+    /// shell's controlling terminal): a container that gets it on its stdio can make it its own
+    /// controlling terminal, which is why TIOCSTI must be denied by the filter itself.
+    fn unowned() -> HostTty {
+        let mut t = HostTty::new();
+        if let Some(mut o) = t.owner.take() {
+            let _ = o.kill();
+            let _ = o.wait();
+        }
+        t
+    }
+
     fn new() -> HostTty {
         // SAFETY: plain libc pty calls on fds this function owns.
         unsafe {
@@ -609,7 +621,7 @@ impl HostTty {
             HostTty {
                 slave_path,
                 _master: master,
-                owner,
+                owner: Some(owner),
             }
         }
     }
@@ -648,9 +660,49 @@ impl HostTty {
 
 impl Drop for HostTty {
     fn drop(&mut self) {
-        let _ = self.owner.kill();
-        let _ = self.owner.wait();
+        if let Some(o) = self.owner.as_mut() {
+            let _ = o.kill();
+            let _ = o.wait();
+        }
     }
+}
+
+/// Issue #12: on a host terminal no session owns, the payload can take it as its controlling
+/// terminal (TIOCSCTTY) and push input into it (TIOCSTI); bdaba62 allowed TIOCSTI, so only the
+/// terminal's owner check stood in the way, and an unowned terminal has none.
+#[test]
+fn tiocsti_into_an_unowned_host_terminal_is_denied() {
+    if !require_adversary() {
+        return;
+    }
+    let env = TestEnv::new("adv-tty-unowned");
+    let tty = HostTty::unowned();
+    let mut spec = runc_default_spec(&[
+        "/bin/adversary".to_string(),
+        "--only".to_string(),
+        "tty-inject-tiocsti".to_string(),
+    ]);
+    // stdio inherited from the caller (not a terminal of rloxsc's own): stdin is the host terminal
+    spec["process"]["terminal"] = json!(false);
+    let id = env.id();
+    let _g = env.guard(&id);
+    let b = env.bundle(&spec);
+    let mut cmd = env.command(
+        &rloxsc_bin(),
+        &["run", "--bundle", b.to_str().unwrap(), &id],
+    );
+    cmd.stdin(tty.stdin());
+    let out = env.exec(cmd);
+    let inj = tty.injected();
+    assert!(
+        inj.is_empty(),
+        "the container injected {inj:?} into the host terminal: {out}"
+    );
+    assert!(
+        out.stdout.contains("TIOCSCTTY took the outside terminal")
+            || out.stdout.contains("TIOCSTI"),
+        "the attempt did not run: {out}"
+    );
 }
 
 /// Host objects handed to rloxsc as inherited fds 3..=9 (none of them may reach the container):

@@ -82,8 +82,9 @@ fn exec_keeps_the_callers_seccomp_profile_too() {
     ]);
     out.expect_ok();
     assert_eq!(
+        // the caller's profile, then rloxsc's two programs (the allowlist and the ioctl guard)
         status_field(&out.stdout, "Seccomp_filters").as_deref(),
-        Some("2"),
+        Some("3"),
         "{out}"
     );
     assert!(out.stdout.contains("mkdir=denied"), "{out}");

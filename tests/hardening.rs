@@ -597,8 +597,9 @@ fn callers_seccomp_profile_is_stacked_never_replacing_rloxscs() {
     let out = env.run_spec(&spec);
     assert_eq!(out.code, 0, "{out}");
     assert_eq!(
+        // the caller's profile, then rloxsc's two programs (the allowlist and the ioctl guard)
         status_field(&out.stdout, "Seccomp_filters").as_deref(),
-        Some("2"),
+        Some("3"),
         "{out}"
     );
     assert_line(&out.stdout, "mkdir=denied");

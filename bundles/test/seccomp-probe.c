@@ -8,6 +8,9 @@
  * `seccomp-probe call NR [ARG...]` makes one raw syscall (numbers in decimal or 0x hex, at most six
  * arguments) and prints "ok RET" or "errno N NAME", exiting 0 either way: the tests use it to ask
  * whether one syscall (with given arguments) passes the filter.
+ *
+ * `seccomp-probe ptys` opens /dev/ptmx until it fails and prints "ptys N errno E NAME": how many ptys
+ * the container's devpts instance gave.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +23,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <fcntl.h>
 
 #ifndef AF_ALG
 #define AF_ALG 38
@@ -126,11 +130,29 @@ static int call(int argc, char **argv)
     return 0;
 }
 
+static int ptys(void)
+{
+    int n = 0;
+    for (;;) {
+        int fd = open("/dev/ptmx", O_RDWR | O_NOCTTY);
+        if (fd < 0)
+            break;
+        n++;
+        if (n >= 100000)
+            break;
+    }
+    int e = errno;
+    printf("ptys %d errno %d %s\n", n, e, strerror(e));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc > 1 && strcmp(argv[1], "call") == 0)
         return call(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "ptys") == 0)
+        return ptys();
     probe("i386-int80", p_i386, 0);
     probe("x32-abi", p_x32, 0);
     probe("socket-af-alg", p_alg, 0);

@@ -129,6 +129,7 @@ fn write_delete_record(ctx: &Context, c: &Container, dir: &std::path::Path) -> R
         .map(|t| (chrono::Utc::now() - t).num_milliseconds() as f64 / 1000.0)
         .unwrap_or(0.0);
     let rec = crate::record::RunRecord::of_container(&ctx.layout, id, None, false, wall, None)?;
+    crate::trust::require_root_only(dir, "records directory")?;
     std::fs::create_dir_all(dir)?;
     let path = dir.join(format!("{id}.json"));
     rec.write(&path)?;
@@ -195,12 +196,16 @@ fn unfinished_create_processes(root: &std::path::Path, id: &str) -> Vec<i32> {
             .ok()
             .zip(own.as_ref())
             .is_some_and(|(a, b)| a.dev() == b.dev() && a.ino() == b.ino());
+        // a binary of another version is matched by name, and only when root runs it: a local
+        // user's own program named rloxsc, with the same arguments, is never killed
+        let by_root = std::fs::metadata(&proc_dir).is_ok_and(|m| m.uid() == 0);
         let is_rloxsc = same_file
-            || std::fs::read_link(proc_dir.join("exe")).is_ok_and(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.contains("rloxsc"))
-            });
+            || by_root
+                && std::fs::read_link(proc_dir.join("exe")).is_ok_and(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.contains("rloxsc"))
+                });
         if !is_rloxsc {
             continue;
         }

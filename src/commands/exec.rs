@@ -63,11 +63,13 @@ fn parse_cap(name: &str) -> Result<Capability> {
 }
 
 /// Builds the hardened process for `opts` from the container's hardened spec, under the container's
-/// effective `policy`.
+/// effective `policy`; `image_root` is the container's root as seen from the host
+/// (`/proc/<init>/root`), where a missing `HOME` is looked up from outside.
 pub fn exec_process(
     policy: &Policy,
     spec: &Spec,
     opts: &ExecOptions,
+    image_root: &std::path::Path,
 ) -> Result<(Process, Vec<String>)> {
     let mut process = match &opts.process {
         Some(p) => {
@@ -158,8 +160,20 @@ pub fn exec_process(
     // the same privilege and rlimit rules as the init, through the same pure steps
     let init_rlimits = spec.process().as_ref().and_then(|p| p.rlimits().clone());
     let mut changes = Changes::default();
-    crate::harden::harden_process(&mut process, policy, init_rlimits.as_deref(), &mut changes)
-        .map_err(|r| anyhow!("{r}"))?;
+    let has_home = process
+        .env()
+        .iter()
+        .flatten()
+        .any(|e| e.strip_prefix("HOME=").is_some_and(|v| !v.is_empty()));
+    let home = (!has_home).then(|| crate::facts::image_home(image_root, process.user().uid()));
+    crate::harden::harden_process(
+        &mut process,
+        policy,
+        init_rlimits.as_deref(),
+        home.as_ref(),
+        &mut changes,
+    )
+    .map_err(|r| anyhow!("{r}"))?;
     if process.args().as_ref().is_none_or(|a| a.is_empty()) {
         bail!("exec: the process has no args");
     }
@@ -201,7 +215,8 @@ pub fn exec(ctx: &Context, opts: &ExecOptions) -> Result<i32> {
         .as_raw();
     let spec = ctx.layout.read_spec(&opts.id)?;
     let record = ctx.layout.read_record(&opts.id)?;
-    let (process, changes) = exec_process(&record.policy, &spec, opts)?;
+    let root = std::path::PathBuf::from(format!("/proc/{init_pid}/root"));
+    let (process, changes) = exec_process(&record.policy, &spec, opts, &root)?;
     for ch in &changes {
         tracing::info!("container {} exec: {ch}", opts.id);
     }
@@ -263,9 +278,14 @@ mod tests {
             caps: vec!["CAP_SYS_ADMIN".into()],
             ..Default::default()
         };
-        let e = exec_process(&policy(), &hardened_spec(), &opts)
-            .unwrap_err()
-            .to_string();
+        let e = exec_process(
+            &policy(),
+            &hardened_spec(),
+            &opts,
+            Path::new("/nonexistent"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("refused") && e.contains("capabilities.allowed"),
             "{e}"
@@ -279,7 +299,13 @@ mod tests {
             caps: vec!["kill".into()],
             ..Default::default()
         };
-        let (p, _) = exec_process(&policy(), &hardened_spec(), &opts).unwrap();
+        let (p, _) = exec_process(
+            &policy(),
+            &hardened_spec(),
+            &opts,
+            Path::new("/nonexistent"),
+        )
+        .unwrap();
         assert!(p
             .capabilities()
             .as_ref()
@@ -301,7 +327,13 @@ mod tests {
             process: Some(f),
             ..Default::default()
         };
-        let (p, changes) = exec_process(&policy(), &hardened_spec(), &opts).unwrap();
+        let (p, changes) = exec_process(
+            &policy(),
+            &hardened_spec(),
+            &opts,
+            Path::new("/nonexistent"),
+        )
+        .unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(p.no_new_privileges(), Some(true));
         let caps = p.capabilities().as_ref().unwrap();
@@ -329,7 +361,13 @@ mod tests {
             user: Some("1000:1001".into()),
             ..Default::default()
         };
-        let (p, _) = exec_process(&policy(), &hardened_spec(), &opts).unwrap();
+        let (p, _) = exec_process(
+            &policy(),
+            &hardened_spec(),
+            &opts,
+            Path::new("/nonexistent"),
+        )
+        .unwrap();
         let env = p.env().clone().unwrap();
         assert!(env.contains(&"FOO=bar".to_string()));
         assert_eq!(env.iter().filter(|e| e.starts_with("PATH=")).count(), 1);

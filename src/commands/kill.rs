@@ -19,6 +19,9 @@ pub fn kill(ctx: &Context, id: &str, signal: &str, all: bool) -> Result<()> {
     if !c.can_kill() && !stopped_all {
         bail!("container {id:?}: container not running");
     }
+    if !all {
+        return signal_init(ctx, &mut c, id, sig);
+    }
     match Signal::try_from(sig) {
         Ok(s) => c.kill(s, all).map_err(|e| {
             let msg = crate::errors::error_chain(&e);
@@ -50,6 +53,59 @@ pub fn kill(ctx: &Context, id: &str, signal: &str, all: bool) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Signals the container's init through a pidfd opened after checking the init's start time, so a
+/// recycled pid (or a forged one) is never signalled; a paused container is thawed for SIGKILL, as
+/// runc does (a frozen process cannot act on it on cgroup v1).
+fn signal_init(
+    ctx: &Context,
+    c: &mut libcontainer::container::Container,
+    id: &str,
+    sig: i32,
+) -> Result<()> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let pid = c
+        .pid()
+        .ok_or_else(|| anyhow!("container {id:?}: container not running"))?
+        .as_raw();
+    // SAFETY: pidfd_open with a pid and no flags
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        bail!("container {id:?}: no such process");
+    }
+    // SAFETY: pidfd_open returned a new fd nothing else owns
+    let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // the pidfd pins the process: if it is the init now, it is the init the signal reaches
+    if let Some(init) = ctx.layout.read_record(id).ok().and_then(|r| r.init) {
+        if init.pid != pid || !init.is_alive() {
+            bail!("container {id:?}: container not running (pid {pid} is no longer its init)");
+        }
+    }
+    use std::os::fd::AsRawFd;
+    // SAFETY: pidfd_send_signal on our pidfd with a validated signal number, no siginfo
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            sig,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ESRCH) {
+            bail!("container {id:?}: no such process");
+        }
+        bail!("cannot signal container {id:?}: {e}");
+    }
+    if sig == libc::SIGKILL && c.status() == ContainerStatus::Paused {
+        use libcgroups::common::CgroupManager;
+        let _ = container::cgroup_manager(&ctx.layout, id)
+            .map(|m| m.freeze(libcgroups::common::FreezerState::Thawed));
+    }
+    Ok(())
 }
 
 /// Pids in the same pids cgroup as `pid` (v1 or v2).

@@ -31,13 +31,45 @@ pub struct RunOptions {
 }
 
 /// Runs the container described by `opts`; returns the exit status `rloxsc run` should exit with.
-pub fn run(ctx: &Context, opts: CreateOptions, extra: RunOptions) -> Result<i32> {
+/// `--timeout` counts from here: a create that does not finish in time is killed and recorded.
+pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<i32> {
     let id = opts.id.clone();
     if opts.detach && (extra.timeout.is_some() || extra.record.is_some()) {
         bail!("--timeout and --record need a foreground run (not --detach)");
     }
     let t0 = Instant::now();
-    let (_container, console, pid, guard) = launch::create(ctx, &opts)?.split();
+    // a foreground run owns its container: if rloxsc is killed, its container dies with it
+    opts.die_with_runtime = !opts.detach;
+    opts.deadline = extra.timeout.map(|t| t0 + t);
+    let created = match launch::create(ctx, &opts) {
+        Ok(c) => c,
+        Err(e) => {
+            let Some(late) = e.downcast_ref::<launch::CreateTimedOut>() else {
+                return Err(e);
+            };
+            if let Some(path) = &extra.record {
+                let rec = RunRecord::create_timed_out(
+                    &id,
+                    late.by_run_timeout,
+                    t0.elapsed().as_secs_f64(),
+                    extra.timeout,
+                );
+                if let Err(w) = rec.write(path) {
+                    eprintln!(
+                        "rloxsc: cannot write the run record {}: {w:#}",
+                        path.display()
+                    );
+                }
+            }
+            if late.by_run_timeout {
+                tracing::info!("container {id}: {late}");
+                eprintln!("rloxsc: {late}");
+                return Ok(TIMEOUT_EXIT);
+            }
+            return Err(e);
+        }
+    };
+    let (_container, console, pid, guard, mut custodian) = created.split();
     let terminal = console.as_ref().map(TerminalSession::attach).transpose()?;
     let mut waiter = if opts.detach {
         None
@@ -82,6 +114,7 @@ pub fn run(ctx: &Context, opts: CreateOptions, extra: RunOptions) -> Result<i32>
     if let Err(e) = super::delete::delete(ctx, &id, true) {
         tracing::warn!("container {id}: cleanup after run failed: {e:#}");
     }
+    custodian.finish();
     tracing::debug!("run {id}: deleted at {:?}", t0.elapsed());
     let ending: Ending = ending?;
     if timed_out {

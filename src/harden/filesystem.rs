@@ -138,6 +138,29 @@ fn clamp_tmpfs_size(options: &mut Vec<String>, policy: &Policy) -> Option<String
     ))
 }
 
+/// Gives a devpts mount a `max=` within the policy: every devpts instance but the host's first draws
+/// its ptys from one pool (kernel.pty.max less kernel.pty.reserve), so without a bound one container
+/// could take every pty the other containers would get.
+fn clamp_devpts_max(options: &mut Vec<String>, policy: &Policy) -> Option<String> {
+    let current = options
+        .iter()
+        .find_map(|o| o.strip_prefix("max=").map(str::to_string));
+    let requested = current
+        .as_deref()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|&v| v > 0);
+    let max = policy.ptys.clamp(requested);
+    if requested == Some(max) {
+        return None;
+    }
+    options.retain(|o| !o.starts_with("max="));
+    options.push(format!("max={max}"));
+    Some(format!(
+        "max {} -> {max}",
+        current.unwrap_or_else(|| "unlimited".into())
+    ))
+}
+
 fn is_sensitive_source(src: &Path, facts: &HostFacts) -> Option<String> {
     let file_name = src.file_name().and_then(|n| n.to_str()).unwrap_or("");
     if policy::SENSITIVE_SOCKET_NAMES.contains(&file_name) {
@@ -229,6 +252,20 @@ pub fn harden_mounts(
                 changed |= ensure_flag(&mut o, "ro", "rw");
                 changed |= ensure_flag(&mut o, "rro", "rrw");
             }
+            if !o.iter().any(|x| x == "ro") {
+                if let Some(bin) = facts.runtime_binaries.iter().find(|b| {
+                    b.parent().is_some_and(|d| d.starts_with(&canonical)) || **b == canonical
+                }) {
+                    return Err(refuse(
+                        keys::SENSITIVE_BINDS,
+                        format!(
+                            "writable bind mount of {} onto {dest} refused: it holds the runtime's own binary {} (a container could replace it by rename); bind it read-only",
+                            src.display(),
+                            bin.display()
+                        ),
+                    ));
+                }
+            }
             if o.iter().any(|x| x == "shared" || x == "rshared") {
                 o.retain(|x| x != "shared" && x != "rshared");
                 o.push("rslave".into());
@@ -304,6 +341,11 @@ pub fn harden_mounts(
                     if changed {
                         changes.push(keys::MOUNT_TYPES, format!("{typ} at {dest}: nosuid,noexec"));
                     }
+                    if typ == "devpts" {
+                        if let Some(s) = clamp_devpts_max(&mut o, policy) {
+                            changes.push(keys::PTYS, format!("devpts at {dest}: {s}"));
+                        }
+                    }
                 }
                 _ => {
                     return Err(refuse(
@@ -326,6 +368,11 @@ pub fn harden_mounts(
                 // lower ceiling, and hardening the result again clamped it)
                 let mut o = opts(&m);
                 clamp_tmpfs_size(&mut o, policy);
+                m.set_options(Some(o));
+            }
+            if typ == "devpts" {
+                let mut o = opts(&m);
+                clamp_devpts_max(&mut o, policy);
                 m.set_options(Some(o));
             }
             out.push(m);

@@ -249,6 +249,16 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
             if sensitive(&canonical, facts) {
                 return Err(format!("bind of sensitive {canonical:?} onto {dest}"));
             }
+            let writable = !has(&o, "ro");
+            if writable
+                && facts.runtime_binaries.iter().any(|b| {
+                    *b == canonical || b.parent().is_some_and(|d| d.starts_with(&canonical))
+                })
+            {
+                return Err(format!(
+                    "writable bind of {canonical:?}, which holds the runtime's binary"
+                ));
+            }
             if !has(&o, "nosuid") || !has(&o, "nodev") || has(&o, "suid") || has(&o, "dev") {
                 return Err(format!("bind onto {dest} without nosuid,nodev: {o:?}"));
             }
@@ -303,6 +313,15 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
             "devpts" | "mqueue" if !has(&o, "nosuid") || !has(&o, "noexec") || has(&o, "exec") => {
                 return Err(format!("{typ} at {dest} without nosuid,noexec"));
             }
+            "devpts" => {
+                let max = o
+                    .iter()
+                    .find_map(|x| x.strip_prefix("max="))
+                    .and_then(|v| v.parse::<u64>().ok());
+                if !max.is_some_and(|m| m >= 1 && m <= policy.ptys.ceiling) {
+                    return Err(format!("devpts at {dest} with pty max {max:?}"));
+                }
+            }
             _ => {}
         }
     }
@@ -336,6 +355,7 @@ pub fn check_policy(p: &Policy) -> Result<(), String> {
     )?;
     lim("nofile", p.nofile, 16, bounds::NOFILE_MAX)?;
     lim("tmpfs", p.tmpfs_bytes, 1 << 20, bounds::TMPFS_MAX)?;
+    lim("ptys", p.ptys, 1, bounds::PTYS_MAX)?;
     if let Some(c) = p
         .capabilities
         .iter()

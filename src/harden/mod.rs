@@ -72,6 +72,13 @@ pub struct HostFacts {
     pub cgroup_v1_hierarchies: Vec<String>,
     /// The runtime's state root (never bind-mountable).
     pub runtime_root: PathBuf,
+    /// The rloxsc binary as installed and the directory of its sealed copies: never under a writable
+    /// bind (a container could replace the runtime by rename: writes to a running binary fail,
+    /// renames over it do not).
+    pub runtime_binaries: Vec<PathBuf>,
+    /// The home directory of the spec's user in the image, read from outside (see
+    /// [`crate::facts::image_home`]); `None`: not looked up (the spec sets `HOME`).
+    pub image_home: Option<crate::facts::HomeLookup>,
 }
 
 /// The output of [`harden`].
@@ -136,6 +143,7 @@ pub fn harden(
             .expect("checked by validate_basics"),
         &policy,
         None,
+        facts.image_home.as_ref(),
         &mut changes,
     )?;
     devices::harden_devices(&mut spec, &mut changes);
@@ -161,12 +169,13 @@ pub fn harden(
 
 /// The process-level steps, shared by `create` (the init) and `exec` (a new process in a running
 /// container), as sysbox-runc's `ConvertProcessSpec`: no_new_privileges, the five capability sets
-/// clamped, oom_score_adj, and the rlimits. An exec'd process without rlimits of its own gets the
-/// container init's (`inherited`) before they are clamped.
+/// clamped, oom_score_adj, the rlimits, and `HOME`. An exec'd process without rlimits of its own
+/// gets the container init's (`inherited`) before they are clamped.
 pub fn harden_process(
     process: &mut Process,
     policy: &Policy,
     inherited: Option<&[PosixRlimit]>,
+    home: Option<&crate::facts::HomeLookup>,
     changes: &mut Changes,
 ) -> Result<(), Refusal> {
     if process.rlimits().is_none() {
@@ -176,7 +185,39 @@ pub fn harden_process(
     }
     privileges::harden_privileges(process, policy, changes)?;
     resources::harden_rlimits(process, policy, changes);
+    set_home(process, home, changes);
     Ok(())
+}
+
+/// Gives the process a `HOME` when its environment has none (or an empty one), from the image's
+/// passwd file read by rloxsc from outside, so that libcontainer never looks the user up inside the
+/// container: a lookup there goes through glibc's NSS, which loads modules the image ships into the
+/// runtime's own process before rloxsc's seccomp filter is in place.
+fn set_home(process: &mut Process, home: Option<&crate::facts::HomeLookup>, changes: &mut Changes) {
+    use crate::facts::HomeLookup;
+    let mut env = process.env().clone().unwrap_or_default();
+    let has_home = env
+        .iter()
+        .any(|e| e.strip_prefix("HOME=").is_some_and(|v| !v.is_empty()));
+    if has_home {
+        return;
+    }
+    let lookup = home.cloned().unwrap_or(HomeLookup::NotListed);
+    env.retain(|e| !e.starts_with("HOME="));
+    env.push(format!("HOME={}", lookup.home()));
+    process.set_env(Some(env));
+    let why = match &lookup {
+        HomeLookup::Found(_) => "from the image's /etc/passwd".to_string(),
+        HomeLookup::NotListed => "the user has no entry in the image's /etc/passwd".to_string(),
+        HomeLookup::Unusable(e) => format!("the image's /etc/passwd is unusable: {e}"),
+    };
+    changes.push(
+        crate::policy::keys::HOME,
+        format!(
+            "HOME={} ({why}; read by rloxsc from outside, never looked up inside the container)",
+            lookup.home()
+        ),
+    );
 }
 
 /// Checks what must be present for any container: a version 1.x spec, a root and a process with args.

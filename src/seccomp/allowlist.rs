@@ -134,12 +134,6 @@ pub const UNCONDITIONAL: &[&str] = &[
     "inotify_init",
     "inotify_init1",
     "inotify_rm_watch",
-    "io_cancel",
-    "io_destroy",
-    "io_getevents",
-    "io_pgetevents",
-    "io_setup",
-    "io_submit",
     "ioctl",
     "ioprio_get",
     "ioprio_set",
@@ -432,7 +426,25 @@ pub const CONDITIONAL: &[Rule] = &[
 ];
 
 /// Syscalls that answer ENOSYS instead of EPERM (so that libc falls back to an older, filterable call).
-pub const ENOSYS: &[&str] = &["clone3"];
+pub const ENOSYS: &[&str] = &[
+    "clone3",
+    // Linux native AIO: every context reserves events from fs.aio-max-nr, one pool for the whole
+    // host, so one container could leave the host's own io_setup failing with EAGAIN. ENOSYS reads
+    // as a kernel without native AIO: libaio users and databases fall back to threads (the
+    // workload report shows no workload that uses it).
+    "io_setup",
+    "io_submit",
+    "io_getevents",
+    "io_pgetevents",
+    "io_cancel",
+    "io_destroy",
+];
+
+/// ioctl requests that fail with EPERM although ioctl itself is allowed: TIOCSTI pushes bytes into
+/// a terminal's input (on a terminal from outside the container, input typed into the caller's shell)
+/// and TIOCLINUX drives the Linux console (its selection can be pasted the same way). The request is
+/// compared on its low 32 bits, as the kernel reads it, so high bits set in the argument do not hide it.
+pub const DENIED_IOCTLS: &[(&str, u64)] = &[("TIOCSTI", 0x5412), ("TIOCLINUX", 0x541C)];
 
 /// Syscalls that must never be allowed, whatever the allowlist above says; checked by unit tests and by
 /// [`super::compile`] at build time of every filter.

@@ -15,14 +15,23 @@ use libseccomp::{
 
 use super::allowlist::{self, Cmp};
 
-/// A compiled BPF program (an array of `struct sock_filter`) ready for `seccomp(SECCOMP_SET_MODE_FILTER)`.
+/// rloxsc's filter: two compiled BPF programs (arrays of `struct sock_filter`), each ready for
+/// `seccomp(SECCOMP_SET_MODE_FILTER)` and installed in this order. Two, because libseccomp cannot
+/// express "ioctl is allowed except these requests" in the allowlist's program (a conditional rule
+/// for a syscall that already has an unconditional one is refused), so the denied requests are a
+/// second, allow-by-default program; the kernel applies the stricter answer of both.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompiledFilter {
-    /// The raw program: 8 bytes per instruction, native endianness.
+    /// The allowlist: 8 bytes per instruction, native endianness.
     pub bpf: Vec<u8>,
+    /// The ioctl guard ([`super::allowlist::DENIED_IOCTLS`]).
+    pub guard: Vec<u8>,
     /// Names in the allowlist that this libseccomp does not know (left denied).
     pub unknown: Vec<String>,
 }
+
+/// How many seccomp filters rloxsc attaches to every container process.
+pub const PROGRAMS: u32 = 2;
 
 impl CompiledFilter {
     /// Number of BPF instructions.
@@ -123,7 +132,30 @@ pub fn compile_filter_with(extra: &[String]) -> Result<CompiledFilter> {
             bpf.len()
         );
     }
-    Ok(CompiledFilter { bpf, unknown })
+    Ok(CompiledFilter {
+        bpf,
+        guard: compile_ioctl_guard()?,
+        unknown,
+    })
+}
+
+/// The second program: every syscall allowed, but ioctl with a denied request (compared on the low
+/// 32 bits, as the kernel reads it) fails with EPERM.
+pub fn compile_ioctl_guard() -> Result<Vec<u8>> {
+    let mut ctx = ScmpFilterContext::new(ScmpAction::Allow)
+        .context("seccomp: cannot create the ioctl guard's context")?;
+    ctx.set_act_badarch(ScmpAction::KillProcess)
+        .context("seccomp: cannot set the bad-architecture action")?;
+    ctx.set_ctl_nnp(false)
+        .context("seccomp: cannot clear the NNP control")?;
+    let ioctl =
+        ScmpSyscall::from_name("ioctl").context("seccomp: libseccomp does not know ioctl")?;
+    for (name, request) in allowlist::DENIED_IOCTLS {
+        let cmp = ScmpArgCompare::new(1, ScmpCompareOp::MaskedEqual(0xffff_ffff), *request);
+        ctx.add_rule_conditional(ScmpAction::Errno(EPERM), ioctl, &[cmp])
+            .with_context(|| format!("seccomp: cannot deny ioctl {name}"))?;
+    }
+    export(&ctx)
 }
 
 /// The last number of x86_64's native syscall table range (512 and up are x32 numbers).
@@ -169,6 +201,80 @@ mod tests {
         assert!((451..LAST_NATIVE_SYSCALL).contains(&n), "{n}");
     }
 
+    /// Runs `f` in a child that has loaded the precompiled filter; returns what the child printed.
+    fn under_filter(f: fn() -> i64) -> i64 {
+        let bpf = crate::seccomp::precompiled();
+        let (r, w) = nix::unistd::pipe().unwrap();
+        // SAFETY: the test process may be multi-threaded: the child only makes raw syscalls and
+        // writes one number before _exit (no allocation, no locks).
+        match unsafe { nix::unistd::fork() }.unwrap() {
+            nix::unistd::ForkResult::Child => {
+                let prog = |p: &Vec<u8>| libc::sock_fprog {
+                    len: (p.len() / 8) as u16,
+                    filter: p.as_ptr() as *mut libc::sock_filter,
+                };
+                let (a, b) = (prog(&bpf.bpf), prog(&bpf.guard));
+                // SAFETY: prctl/seccomp with programs that live for the calls
+                let v = unsafe {
+                    libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                    libc::syscall(libc::SYS_seccomp, 1, 0, &a as *const libc::sock_fprog);
+                    libc::syscall(libc::SYS_seccomp, 1, 0, &b as *const libc::sock_fprog);
+                    f()
+                };
+                let b = v.to_ne_bytes();
+                // SAFETY: write of a local buffer, then _exit
+                unsafe {
+                    libc::write(std::os::fd::AsRawFd::as_raw_fd(&w), b.as_ptr().cast(), 8);
+                    libc::_exit(0);
+                }
+            }
+            nix::unistd::ForkResult::Parent { child } => {
+                drop(w);
+                let mut b = [0u8; 8];
+                nix::unistd::read(std::os::fd::AsRawFd::as_raw_fd(&r), &mut b).unwrap();
+                nix::sys::wait::waitpid(child, None).unwrap();
+                i64::from_ne_bytes(b)
+            }
+        }
+    }
+
+    fn errno_of(rc: libc::c_long) -> i64 {
+        if rc < 0 {
+            -i64::from(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+        } else {
+            rc
+        }
+    }
+
+    /// ioctl(0, `req`, &byte) in the calling process: what it returned, or -errno.
+    fn ioctl0(req: u64) -> i64 {
+        let mut c = 0u64;
+        // SAFETY: a raw ioctl on fd 0 with a pointer to a local buffer large enough for any of these
+        errno_of(unsafe { libc::syscall(libc::SYS_ioctl, 0, req, &mut c) })
+    }
+
+    /// io_setup(8, &ctx) in the calling process.
+    fn io_setup8() -> i64 {
+        let mut ctx = 0u64;
+        // SAFETY: io_setup with a pointer to a local context id
+        errno_of(unsafe { libc::syscall(libc::SYS_io_setup, 8, &mut ctx) })
+    }
+
+    #[test]
+    fn tiocsti_and_tioclinux_are_denied_with_their_high_bits_too_other_ioctls_pass() {
+        assert_eq!(under_filter(|| ioctl0(0x5412)), -1);
+        assert_eq!(under_filter(|| ioctl0(0x1_0000_5412)), -1);
+        assert_eq!(under_filter(|| ioctl0(0x541C)), -1);
+        // FIONREAD passes the filter (whatever the kernel then answers, it is not the filter's EPERM)
+        assert_ne!(
+            under_filter(|| ioctl0(libc::FIONREAD)),
+            -1,
+            "an ordinary ioctl was denied by the filter"
+        );
+        // native AIO answers ENOSYS
+        assert_eq!(under_filter(io_setup8), -38);
+    }
+
     #[test]
     fn compiles_to_a_nonempty_program() {
         let f = compile_filter().unwrap();
@@ -177,10 +283,10 @@ mod tests {
 
     #[test]
     fn embedded_program_matches_the_allowlist() {
-        assert_eq!(
-            compile_filter().unwrap().bpf,
-            crate::seccomp::precompiled().bpf
-        );
+        let fresh = compile_filter().unwrap();
+        let embedded = crate::seccomp::precompiled();
+        assert_eq!(fresh.bpf, embedded.bpf);
+        assert_eq!(fresh.guard, embedded.guard);
     }
 
     #[test]

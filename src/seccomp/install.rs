@@ -25,8 +25,8 @@ fn read_status() -> Result<String> {
         .context("cannot read /proc/self/status to verify seccomp")
 }
 
-/// Sets no_new_privs, loads `filter`, then checks that no_new_privs is on, the process is in seccomp
-/// filter mode and exactly one more filter is attached than before.
+/// Sets no_new_privs, loads `filter`'s programs, then checks that no_new_privs is on, the process is
+/// in seccomp filter mode and exactly [`super::PROGRAMS`] more filters are attached than before.
 pub fn install_and_verify(filter: &CompiledFilter) -> Result<()> {
     // SAFETY: prctl with integer arguments only.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
@@ -37,14 +37,38 @@ pub fn install_and_verify(filter: &CompiledFilter) -> Result<()> {
     }
     let before = seccomp_status(&read_status()?).1.unwrap_or(0);
 
-    if filter.bpf.len() % 8 != 0 || filter.bpf.len() / 8 > u16::MAX as usize {
-        bail!("malformed seccomp program ({} bytes)", filter.bpf.len());
+    for prog in [&filter.bpf, &filter.guard] {
+        load(prog)?;
+    }
+
+    // SAFETY: prctl with integer arguments only.
+    let nnp = unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) };
+    let (mode, after) = seccomp_status(&read_status()?);
+    if nnp != 1 {
+        bail!("no_new_privs is not set after loading seccomp");
+    }
+    if mode != Some(2) {
+        bail!("seccomp mode is {mode:?} after loading rloxsc's filter, expected 2 (filter)");
+    }
+    if after.unwrap_or(0) != before + super::PROGRAMS {
+        bail!(
+            "seccomp filter count went from {before} to {after:?}, expected {}",
+            before + super::PROGRAMS
+        );
+    }
+    Ok(())
+}
+
+/// Loads one BPF program as a seccomp filter of the calling thread.
+fn load(bpf: &[u8]) -> Result<()> {
+    if bpf.is_empty() || bpf.len() % 8 != 0 || bpf.len() / 8 > u16::MAX as usize {
+        bail!("malformed seccomp program ({} bytes)", bpf.len());
     }
     let prog = libc::sock_fprog {
-        len: (filter.bpf.len() / 8) as u16,
-        filter: filter.bpf.as_ptr() as *mut libc::sock_filter,
+        len: (bpf.len() / 8) as u16,
+        filter: bpf.as_ptr() as *mut libc::sock_filter,
     };
-    // SAFETY: `prog` points into `filter.bpf`, alive for the call; the kernel copies the program.
+    // SAFETY: `prog` points into `bpf`, alive for the call; the kernel copies the program.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_seccomp,
@@ -57,22 +81,6 @@ pub fn install_and_verify(filter: &CompiledFilter) -> Result<()> {
         bail!(
             "loading rloxsc's seccomp filter failed: {} (a caller's profile that denies seccomp(2) prevents it)",
             std::io::Error::last_os_error()
-        );
-    }
-
-    // SAFETY: prctl with integer arguments only.
-    let nnp = unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) };
-    let (mode, after) = seccomp_status(&read_status()?);
-    if nnp != 1 {
-        bail!("no_new_privs is not set after loading seccomp");
-    }
-    if mode != Some(2) {
-        bail!("seccomp mode is {mode:?} after loading rloxsc's filter, expected 2 (filter)");
-    }
-    if after.unwrap_or(0) != before + 1 {
-        bail!(
-            "seccomp filter count went from {before} to {after:?}, expected {}",
-            before + 1
         );
     }
     Ok(())

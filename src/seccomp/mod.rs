@@ -6,10 +6,12 @@ pub mod allowlist;
 pub mod compile;
 pub mod install;
 
-pub use compile::{compile_filter, compile_filter_with, CompiledFilter};
+pub use compile::{compile_filter, compile_filter_with, CompiledFilter, PROGRAMS};
 
 /// rloxsc's filter as compiled by `build.rs` at build time.
 static PRECOMPILED_BPF: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/rloxsc-seccomp.bpf"));
+static PRECOMPILED_GUARD: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/rloxsc-seccomp-guard.bpf"));
 static PRECOMPILED_UNKNOWN: &str =
     include_str!(concat!(env!("OUT_DIR"), "/rloxsc-seccomp-unknown.txt"));
 
@@ -31,6 +33,7 @@ pub fn for_policy(policy: &crate::policy::Policy) -> anyhow::Result<CompiledFilt
 pub fn precompiled() -> CompiledFilter {
     CompiledFilter {
         bpf: PRECOMPILED_BPF.to_vec(),
+        guard: PRECOMPILED_GUARD.to_vec(),
         unknown: PRECOMPILED_UNKNOWN
             .split(',')
             .filter(|s| !s.is_empty())
