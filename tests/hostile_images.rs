@@ -243,10 +243,15 @@ fn binds_onto_hostile_etc_files_land_inside_the_image() {
             std::os::unix::fs::symlink(host, r.join("etc/hosts")).unwrap()
         }),
         ("relative symlink climbing out", |r, _| {
-            std::os::unix::fs::symlink("../../../../../../../../etc/passwd", r.join("etc/hosts")).unwrap()
+            std::os::unix::fs::symlink("../../../../../../../../etc/passwd", r.join("etc/hosts"))
+                .unwrap()
         }),
         ("fifo", |r, _| {
-            nix::unistd::mkfifo(&r.join("etc/hosts"), nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap()
+            nix::unistd::mkfifo(
+                &r.join("etc/hosts"),
+                nix::sys::stat::Mode::from_bits_truncate(0o644),
+            )
+            .unwrap()
         }),
     ];
     for (name, plant) in variants {
@@ -261,9 +266,17 @@ fn binds_onto_hostile_etc_files_land_inside_the_image() {
         let _g = env.guard(&id);
         let (out, took) = bounded_run(&env, &spec, &id);
         assert!(took < Duration::from_secs(10), "{name}: took {took:?}");
-        assert_eq!(fs::read_to_string(&host_file).unwrap(), "host file\n", "{name}: the host file changed");
+        assert_eq!(
+            fs::read_to_string(&host_file).unwrap(),
+            "host file\n",
+            "{name}: the host file changed"
+        );
         if out.code == 0 {
-            assert_eq!(out.stdout.trim(), "127.0.0.1 from-the-bind", "{name}: {out}");
+            assert_eq!(
+                out.stdout.trim(),
+                "127.0.0.1 from-the-bind",
+                "{name}: {out}"
+            );
         } else {
             // refusing the image is fine too, as long as it is a clear error
             assert!(out.stderr.contains("rloxsc: error:"), "{name}: {out}");
