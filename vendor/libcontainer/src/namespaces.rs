@@ -45,6 +45,24 @@ static ORDERED_NAMESPACES: &[CloneFlags] = &[
     CLONE_NEWTIME_FLAG,
 ];
 
+/// The namespaces (clone flags) this process joined by path before it entered its user namespace
+/// (see [`Namespaces::join_paths_before_user_namespace`]); a process cloned later inherits the
+/// value with the rest of its memory, and skips them.
+static JOINED_BEFORE_USER_NAMESPACE: std::sync::atomic::AtomicI32 =
+    std::sync::atomic::AtomicI32::new(0);
+
+/// The namespaces joined by path before the user namespace: those a namespace the container's user
+/// namespace does not own may be (a pod's network namespace made by CNI, owned by the host's user
+/// namespace, can only be joined with the host's privileges). Not the mount namespace (joined
+/// last, after /proc was used) nor the time namespace.
+static JOINED_EARLY: &[CloneFlags] = &[
+    CloneFlags::CLONE_NEWPID,
+    CloneFlags::CLONE_NEWUTS,
+    CloneFlags::CLONE_NEWIPC,
+    CloneFlags::CLONE_NEWNET,
+    CloneFlags::CLONE_NEWCGROUP,
+];
+
 /// Holds information about namespaces
 pub struct Namespaces {
     command: Box<dyn Syscall>,
@@ -103,8 +121,31 @@ impl Namespaces {
         Ok(())
     }
 
+    /// Joins every namespace given by path among [`JOINED_EARLY`], while this process still has
+    /// the privileges of the user namespace it started in; later calls to
+    /// [`Namespaces::unshare_or_setns`] (here and in processes cloned from this one) skip them.
+    pub fn join_paths_before_user_namespace(&self) -> Result<()> {
+        for flag in JOINED_EARLY {
+            if let Some(ns) = self.namespace_map.get(flag) {
+                if ns.path().is_some() {
+                    self.unshare_or_setns(ns)?;
+                    JOINED_BEFORE_USER_NAMESPACE
+                        .fetch_or(flag.bits(), std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn unshare_or_setns(&self, namespace: &LinuxNamespace) -> Result<()> {
         tracing::debug!("unshare or setns: {:?}", namespace);
+        let flag = get_clone_flag(namespace.typ())?;
+        if namespace.path().is_some()
+            && JOINED_BEFORE_USER_NAMESPACE.load(std::sync::atomic::Ordering::SeqCst) & flag.bits()
+                != 0
+        {
+            return Ok(());
+        }
         match namespace.path() {
             Some(path) => {
                 let fd = fcntl::open(path, fcntl::OFlag::empty(), stat::Mode::empty())

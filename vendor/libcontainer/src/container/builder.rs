@@ -36,6 +36,8 @@ pub struct ContainerBuilder {
     /// Signal the container's intermediate and init processes get when the process that builds
     /// the container exits before them (PR_SET_PDEATHSIG); `None`: they outlive it.
     pub(super) parent_death_signal: Option<nix::sys::signal::Signal>,
+    /// Host uid and gid that own a new user namespace of the container.
+    pub(super) user_namespace_owner: Option<(u32, u32)>,
 }
 
 /// Builder that can be used to configure the common properties of
@@ -82,6 +84,7 @@ impl ContainerBuilder {
             console_socket: None,
             preserve_fds: 0,
             parent_death_signal: None,
+            user_namespace_owner: None,
             executor: workload::default::get_executor(),
             stdin: None,
             stdout: None,
@@ -261,6 +264,16 @@ impl ContainerBuilder {
     /// none of them behind, holding its caller's stdio open.
     pub fn with_parent_death_signal(mut self, signal: Option<nix::sys::signal::Signal>) -> Self {
         self.parent_death_signal = signal;
+        self
+    }
+
+    /// Makes a new user namespace of the container belong to host `uid`/`gid` (the process creating
+    /// it switches to them first) instead of the runtime's user. The kernel charges what processes
+    /// in a user namespace hold against per-user limits (inotify instances and watches, and the
+    /// other ucounts) at every level up to the host, at each level to the namespace's owner: owned
+    /// by a root runtime, every container's counts land on host root's.
+    pub fn with_user_namespace_owner(mut self, owner: Option<(u32, u32)>) -> Self {
+        self.user_namespace_owner = owner;
         self
     }
 

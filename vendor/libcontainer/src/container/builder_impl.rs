@@ -64,6 +64,8 @@ pub(super) struct ContainerBuilderImpl {
     pub sub_cgroup_path: Option<String>,
     /// Signal the intermediate and init processes get when the building process exits first.
     pub parent_death_signal: Option<nix::sys::signal::Signal>,
+    /// Host uid and gid that own a new user namespace.
+    pub user_namespace_owner: Option<(u32, u32)>,
     // Asm process label for the process commonly used with selinux.
     // TODO: youki does not support selinux yet
     #[allow(dead_code)]
@@ -195,6 +197,7 @@ impl ContainerBuilderImpl {
             parent_death_signal: self
                 .parent_death_signal
                 .map(|s| (s, nix::unistd::getpid())),
+            user_namespace_owner: self.user_namespace_owner,
         };
 
         let init_pid = process::container_main_process::container_main_process(&container_args)

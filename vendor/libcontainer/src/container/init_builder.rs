@@ -134,6 +134,7 @@ impl InitContainerBuilder {
             container: Some(container.clone()),
             preserve_fds: self.base.preserve_fds,
             parent_death_signal: self.base.parent_death_signal,
+            user_namespace_owner: self.base.user_namespace_owner,
             detached: self.detached,
             executor: self.base.executor,
             no_pivot: self.no_pivot,

@@ -32,7 +32,9 @@ use crate::user_ns::UserNamespaceConfig;
 use crate::validator::Validator;
 use crate::{tty, utils};
 
-const NAMESPACE_TYPES: &[&str] = &["ipc", "uts", "net", "pid", "mnt", "cgroup", "time"];
+// "user" first: a process exec'd into a container with a user namespace joins it, or it would run
+// in the container's other namespaces with the host's ids (as host root, for a root runtime)
+const NAMESPACE_TYPES: &[&str] = &["user", "ipc", "uts", "net", "pid", "mnt", "cgroup", "time"];
 const TENANT_NOTIFY: &str = "tenant-notify-";
 const TENANT_TTY: &str = "tenant-tty-";
 
@@ -279,6 +281,7 @@ impl TenantContainerBuilder {
             container: None,
             preserve_fds: self.base.preserve_fds,
             parent_death_signal: self.base.parent_death_signal,
+            user_namespace_owner: self.base.user_namespace_owner,
             detached: self.detached,
             executor: self.base.executor,
             no_pivot: false,

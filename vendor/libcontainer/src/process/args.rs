@@ -58,4 +58,6 @@ pub struct ContainerArgs {
     /// Signal the intermediate and init processes get when the building process (the pid given)
     /// exits before them.
     pub parent_death_signal: Option<(nix::sys::signal::Signal, nix::unistd::Pid)>,
+    /// Host uid and gid a new user namespace is created as (so it belongs to them).
+    pub user_namespace_owner: Option<(u32, u32)>,
 }

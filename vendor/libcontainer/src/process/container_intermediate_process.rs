@@ -106,6 +106,35 @@ pub fn container_intermediate_process(
     // https://man7.org/linux/man-pages/man7/user_namespaces.7.html for more
     // information
     if let Some(user_namespace) = namespaces.get(LinuxNamespaceType::User)? {
+        // a namespace joined by path may belong to a user namespace the container's is not an
+        // ancestor of (a pod's network namespace is the host's): join those first, as root
+        namespaces.join_paths_before_user_namespace()?;
+        if let (Some((uid, gid)), None) = (args.user_namespace_owner, user_namespace.path()) {
+            // the new user namespace belongs to its creator's euid: become the owner first,
+            // keeping the capabilities (so creating the namespace stays a privileged operation,
+            // which hosts that restrict unprivileged user namespaces still allow)
+            let become_owner = || -> std::result::Result<(), String> {
+                prctl::set_keep_capabilities(true).map_err(|e| format!("PR_SET_KEEPCAPS: {e}"))?;
+                nix::unistd::setresgid(Gid::from_raw(gid), Gid::from_raw(gid), Gid::from_raw(gid))
+                    .and_then(|_| nix::unistd::setgroups(&[]))
+                    .and_then(|_| {
+                        nix::unistd::setresuid(
+                            Uid::from_raw(uid),
+                            Uid::from_raw(uid),
+                            Uid::from_raw(uid),
+                        )
+                    })
+                    .map_err(|e| e.to_string())?;
+                let permitted =
+                    caps::read(None, caps::CapSet::Permitted).map_err(|e| e.to_string())?;
+                caps::set(None, caps::CapSet::Effective, &permitted).map_err(|e| e.to_string())
+            };
+            become_owner().map_err(|e| {
+                IntermediateProcessError::Other(format!(
+                    "cannot become the user namespace's owner {uid}:{gid}: {e}"
+                ))
+            })?;
+        }
         setup_userns(
             &namespaces,
             user_namespace,
@@ -120,6 +149,10 @@ pub fn container_intermediate_process(
         // root in the user namespace likely is mapped to an non-privileged user
         // on the parent user namespace.
         command.set_id(Uid::from_raw(0), Gid::from_raw(0))?;
+        // a change of credentials clears the parent-death signal: ask for it again
+        fork::set_parent_death_signal(args.parent_death_signal).map_err(|e| {
+            IntermediateProcessError::Other(format!("cannot set the parent death signal: {e}"))
+        })?;
     }
 
     // set limits and namespaces to the process

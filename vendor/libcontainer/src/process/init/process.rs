@@ -281,6 +281,11 @@ pub fn container_init_process(
             tracing::error!(?err, ?uid, ?gid, "failed to set uid and gid");
             InitProcessError::SyscallOther(err)
         })?;
+    // a change of credentials clears the parent-death signal: ask for it again
+    crate::process::fork::set_parent_death_signal(args.parent_death_signal).map_err(|err| {
+        tracing::error!(?err, "failed to set the parent death signal");
+        InitProcessError::NixOther(err)
+    })?;
 
     // Take care of LISTEN_FDS used for systemd-active-socket. If the value is
     // not 0, then we have to preserve those fds as well, and set up the correct
