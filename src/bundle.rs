@@ -37,6 +37,12 @@ pub struct ContainerRecord {
     /// be recycled by another process after the init is gone, and must not then be signalled.
     #[serde(default)]
     pub init: Option<ProcessIdentity>,
+    /// The container's block of host ids (freed at delete), when rloxsc allocated one.
+    #[serde(default)]
+    pub userns: Option<crate::userns::Allocation>,
+    /// The view directory while it exists (detached once the container is created).
+    #[serde(default)]
+    pub views: Option<PathBuf>,
 }
 
 /// A process named so that a recycled pid is not mistaken for it.
@@ -226,6 +232,8 @@ mod tests {
             changes: vec!["x".into()],
             policy: Policy::default(),
             init: None,
+            userns: None,
+            views: None,
         };
         l.write_bundle("c1", &Spec::default(), &meta).unwrap();
         assert!(

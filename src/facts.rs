@@ -44,6 +44,41 @@ pub fn ns_id(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// The user namespace owning the namespace at `path` (`NS_GET_USERNS`), and a path to it when
+/// `path` is `/proc/<pid>/ns/<type>` and process `<pid>` is in that user namespace.
+pub fn namespace_owner(path: &Path) -> Option<crate::harden::NamespaceOwner> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    const NS_GET_USERNS: libc::c_ulong = 0xb701;
+    let f = std::fs::File::open(path).ok()?;
+    // SAFETY: NS_GET_USERNS on an fd we own returns a new fd (or -1)
+    let fd = unsafe { libc::ioctl(f.as_raw_fd(), NS_GET_USERNS as _) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the ioctl returned a new fd nothing else owns
+    let owner = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let md = owner.metadata().ok()?;
+    let id = (md.dev(), md.ino());
+    let proc_dir = path
+        .parent()
+        .filter(|d| d.ends_with("ns"))
+        .and_then(|d| d.parent())
+        .filter(|d| d.parent() == Some(Path::new("/proc")));
+    let user_path = proc_dir
+        .map(|d| d.join("ns/user"))
+        .filter(|u| ns_id(u) == Some(id));
+    let uid_map = user_path
+        .as_ref()
+        .and_then(|u| std::fs::read_to_string(u.parent()?.parent()?.join("uid_map")).ok())
+        .map(|t| crate::verify::parse_id_map(&t))
+        .unwrap_or_default();
+    Some(crate::harden::NamespaceOwner {
+        id,
+        path: user_path,
+        uid_map,
+    })
+}
+
 /// Names of the cgroup v1 hierarchies mounted under /sys/fs/cgroup (directory names), empty on v2.
 pub fn cgroup_v1_hierarchies() -> Vec<String> {
     let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
@@ -81,8 +116,14 @@ pub fn first_symlink_in(root: &Path, rel: &Path) -> Option<PathBuf> {
     None
 }
 
-/// Gathers the facts for hardening `spec` from bundle directory `bundle` under runtime root `root`.
-pub fn gather(spec: &Spec, bundle: &Path, runtime_root: &Path) -> Result<HostFacts> {
+/// Gathers the facts for hardening `spec` from bundle directory `bundle` under runtime root `root`
+/// (`writable`: the policy's writable paths, looked for in the image).
+pub fn gather(
+    spec: &Spec,
+    bundle: &Path,
+    runtime_root: &Path,
+    writable: &[crate::policy::WritablePath],
+) -> Result<HostFacts> {
     let root = spec.root().as_ref().context("config.json has no root")?;
     let rootfs_given = if root.path().is_absolute() {
         root.path().clone()
@@ -120,11 +161,20 @@ pub fn gather(spec: &Spec, bundle: &Path, runtime_root: &Path) -> Result<HostFac
         }
     }
     let mut namespace_paths = HashMap::new();
+    let mut namespace_owners = HashMap::new();
     if let Some(nss) = spec.linux().as_ref().and_then(|l| l.namespaces().as_ref()) {
         for ns in nss {
             if let Some(p) = ns.path() {
                 if let Some(id) = ns_id(p) {
                     namespace_paths.insert(p.clone(), id);
+                }
+                if ns.typ() != LinuxNamespaceType::User {
+                    if let Some(o) = namespace_owner(p) {
+                        if let Some(up) = &o.path {
+                            namespace_paths.insert(up.clone(), o.id);
+                        }
+                        namespace_owners.insert(p.clone(), o);
+                    }
                 }
             }
         }
@@ -170,11 +220,40 @@ pub fn gather(spec: &Spec, bundle: &Path, runtime_root: &Path) -> Result<HostFac
         .into_iter()
         .collect();
     runtime_binaries.push(PathBuf::from(crate::exeseal::SEALED_DIR).join("rloxsc"));
+    // which of the policy's writable paths (and the workdir) the image has as directories, and
+    // which it reaches through a symlink (those never get a writable tmpfs: it would land wherever
+    // the image's link points, /etc for one)
+    let cwd = spec
+        .process()
+        .as_ref()
+        .map(|p| crate::harden::filesystem::normal_abs(p.cwd()));
+    let candidates: Vec<PathBuf> = writable
+        .iter()
+        .filter(|w| w.path.starts_with('/'))
+        .map(|w| PathBuf::from(&w.path))
+        .chain(cwd)
+        .collect();
+    let mut image_dirs = Vec::new();
+    let mut symlinked_writable = Vec::new();
+    for p in candidates {
+        if first_symlink_in(&rootfs, &p).is_some() {
+            symlinked_writable.push(p);
+        } else if std::fs::symlink_metadata(rootfs.join(p.strip_prefix("/").unwrap_or(&p)))
+            .is_ok_and(|m| m.is_dir())
+        {
+            image_dirs.push(p);
+        }
+    }
     Ok(HostFacts {
+        image_dirs,
+        symlinked_writable,
+        userns_base: None,
+        userns_taken: vec![],
         runtime_binaries,
         image_home,
         host_namespaces,
         namespace_paths,
+        namespace_owners,
         canonical_sources,
         symlinked_destinations,
         rootfs,
@@ -371,6 +450,148 @@ pub fn ensure_cwd(rootfs: &Path, cwd: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Creates the mount points of `spec`'s mounts that the image lacks, from outside, as host root: in
+/// a rootfs that cannot be idmapped (overlayfs) the image's directories are not the container
+/// root's, so libcontainer, creating them from inside the user namespace, would be refused. A mount
+/// point under another mount of the spec is left to libcontainer (it lands in that mount, which the
+/// container owns). Walks each path one component at a time through directory fds opened with
+/// `O_NOFOLLOW`: at a symlink it stops and leaves the path to libcontainer, which resolves it
+/// inside the root, so a hostile image cannot make rloxsc create anything outside the rootfs.
+pub fn ensure_mount_points(rootfs: &Path, spec: &Spec) -> Result<()> {
+    let mounts: Vec<&oci_spec::runtime::Mount> = spec.mounts().iter().flatten().collect();
+    let dests: Vec<PathBuf> = mounts.iter().map(|m| normal(m.destination())).collect();
+    for (m, dest) in mounts.iter().zip(&dests) {
+        let nested = dests.iter().any(|d| d != dest && dest.starts_with(d));
+        if nested || dest.as_os_str() == "/" {
+            continue;
+        }
+        let is_bind = m.typ().as_deref() == Some("bind")
+            || m.options()
+                .iter()
+                .flatten()
+                .any(|o| o == "bind" || o == "rbind");
+        let file = is_bind
+            && m.source()
+                .as_ref()
+                .and_then(|s| std::fs::metadata(s).ok())
+                .is_some_and(|md| !md.is_dir());
+        create_inside(rootfs, dest, file).with_context(|| {
+            format!(
+                "cannot create the mount point {} in the image",
+                dest.display()
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// `p` with `.` and `..` resolved lexically (never above `/`).
+fn normal(p: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Creates `rel` (a directory, or an empty file when `file`) inside `root` unless it exists;
+/// missing parents become directories. Stops quietly at a symlink or a non-directory.
+fn create_inside(root: &Path, rel: &Path, file: bool) -> Result<()> {
+    use nix::fcntl::{AtFlags, OFlag};
+    use nix::sys::stat::Mode;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let owned = |fd: nix::Result<std::os::fd::RawFd>| {
+        // SAFETY: a successful open returned a new fd nothing else owns
+        fd.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+    };
+    let dir_flags = OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_PATH;
+    let mut dir = owned(nix::fcntl::open(root, dir_flags, Mode::empty()))
+        .with_context(|| format!("cannot open {}", root.display()))?;
+    let parts: Vec<&std::ffi::OsStr> = rel
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    for (i, name) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let at = Some(dir.as_raw_fd());
+        match nix::sys::stat::fstatat(at, *name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st) => {
+                if last || st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+                    return Ok(()); // exists, or a symlink / file on the way: libcontainer decides
+                }
+            }
+            Err(nix::errno::Errno::ENOENT) => {
+                if last && file {
+                    let flags = OFlag::O_CREAT
+                        | OFlag::O_EXCL
+                        | OFlag::O_NOFOLLOW
+                        | OFlag::O_CLOEXEC
+                        | OFlag::O_WRONLY;
+                    return match owned(nix::fcntl::openat(
+                        at,
+                        *name,
+                        flags,
+                        Mode::from_bits_truncate(0o644),
+                    )) {
+                        Ok(_) | Err(nix::errno::Errno::EEXIST) => Ok(()),
+                        Err(e) => Err(e.into()),
+                    };
+                }
+                match nix::sys::stat::mkdirat(at, *name, Mode::from_bits_truncate(0o755)) {
+                    Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                if last {
+                    return Ok(());
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+        dir = match owned(nix::fcntl::openat(at, *name, dir_flags, Mode::empty())) {
+            Ok(d) => d,
+            Err(nix::errno::Errno::ELOOP | nix::errno::Errno::ENOTDIR) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod mount_point_tests {
+    use super::*;
+
+    #[test]
+    fn creates_missing_mount_points_but_never_through_a_symlink() {
+        let d = std::env::temp_dir().join(format!("rloxsc-mp-{}", std::process::id()));
+        let outside =
+            std::env::temp_dir().join(format!("rloxsc-mp-outside-{}", std::process::id()));
+        std::fs::create_dir_all(d.join("etc")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, d.join("link")).unwrap();
+        create_inside(&d, Path::new("/a/b"), false).unwrap();
+        assert!(d.join("a/b").is_dir());
+        create_inside(&d, Path::new("/etc/resolv.conf"), true).unwrap();
+        assert!(d.join("etc/resolv.conf").is_file());
+        create_inside(&d, Path::new("/link/x"), false).unwrap();
+        create_inside(&d, Path::new("/link/y"), true).unwrap();
+        assert!(
+            !outside.join("x").exists() && !outside.join("y").exists(),
+            "created through a symlink"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
+    }
 }
 
 #[cfg(test)]

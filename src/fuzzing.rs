@@ -97,13 +97,18 @@ pub fn facts_for(spec: &Spec) -> HostFacts {
         vec![]
     };
     HostFacts {
+        image_dirs: vec![PathBuf::from("/run")],
+        symlinked_writable: vec![],
         host_namespaces,
         namespace_paths,
+        namespace_owners: HashMap::new(),
         canonical_sources,
         symlinked_destinations,
         rootfs: PathBuf::from("/bundle/rootfs"),
         image_home: Some(crate::facts::HomeLookup::Found("/root".into())),
         runtime_binaries: vec![PathBuf::from("/usr/local/sbin/rloxsc")],
+        userns_base: Some(1 << 30),
+        userns_taken: vec![],
         has_cgroup_namespace: true,
         cgroup_v1_hierarchies: vec![
             "cpu,cpuacct".into(),

@@ -92,6 +92,8 @@ pub struct Guard<'a> {
     ctx: &'a Context,
     id: String,
     armed: bool,
+    userns: Option<crate::userns::Allocation>,
+    views: Option<PathBuf>,
 }
 
 impl<'a> Guard<'a> {
@@ -101,6 +103,8 @@ impl<'a> Guard<'a> {
             ctx,
             id: id.to_string(),
             armed: true,
+            userns: None,
+            views: None,
         }
     }
 
@@ -114,6 +118,12 @@ impl Drop for Guard<'_> {
     fn drop(&mut self) {
         if self.armed {
             remove_container(self.ctx, &self.id);
+            if let Some(v) = self.views.take() {
+                crate::views::ViewDir::remove(&v);
+            }
+            if let Some(a) = self.userns.take() {
+                crate::userns::free(&a, self.ctx.layout.root(), &self.id);
+            }
         }
     }
 }
@@ -121,6 +131,7 @@ impl Drop for Guard<'_> {
 /// Kills every process of container `id`, then removes its cgroups, libcontainer's state and rloxsc's
 /// private bundle. Best effort: used on error paths, where the first error is what gets reported.
 pub fn remove_container(ctx: &Context, id: &str) {
+    release_host_resources(ctx, id);
     let dir = ctx.layout.container_dir(id);
     if dir.exists() {
         if let Ok(mut c) = Container::load(dir.clone()) {
@@ -130,6 +141,25 @@ pub fn remove_container(ctx: &Context, id: &str) {
         let _ = std::fs::remove_dir_all(&dir);
     }
     let _ = ctx.layout.remove_bundle(id);
+}
+
+/// Gives back what rloxsc holds on the host for container `id` beyond its state and cgroups: its
+/// block of host ids and its view directory. Both are found without the record too (a create
+/// killed before it wrote one): the view directory by its name, the block by its owner file.
+pub fn release_host_resources(ctx: &Context, id: &str) {
+    let views = crate::views::dir_for(ctx.layout.root(), id);
+    if let Some(token) = views.file_name() {
+        crate::writable::detach_views(token);
+    }
+    crate::views::ViewDir::remove(&views);
+    match ctx.layout.read_record(id) {
+        Ok(rec) => {
+            if let Some(a) = &rec.userns {
+                crate::userns::free(a, ctx.layout.root(), id);
+            }
+        }
+        Err(_) => crate::userns::free_owned_by(ctx.layout.root(), id),
+    }
 }
 
 /// The executor for a container process under `policy`: rloxsc's seccomp program for that policy
@@ -231,7 +261,32 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     let bundle = std::path::absolute(&opts.bundle).context("cannot resolve the bundle path")?;
     let caller_spec = crate::bundle::load_caller_spec(&bundle)?;
     layout.ensure()?;
-    let host = facts::gather(&caller_spec, &bundle, layout.root())?;
+    let mut host = facts::gather(&caller_spec, &bundle, layout.root(), &ctx.policy.writable)?;
+    let mut guard = Guard::new(ctx, &opts.id);
+    // the container's own block of host ids, unless the caller brings a user namespace or the
+    // container joins one (a pod's container joins the sandbox's, and shares its block)
+    let joins = crate::harden::namespaces::user_namespace_to_join(&caller_spec, &host)
+        .map_err(|r| anyhow!("refusing to create container {:?}: {r}", opts.id))?
+        .cloned();
+    let joins_userns = joins.is_some();
+    // the host uid of the container's root in a user namespace it joins
+    let mut joined_root = None;
+    if let Some(owner) = joins {
+        let base = owner
+            .uid_map
+            .iter()
+            .find(|(inside, _, _)| *inside == 0)
+            .map(|m| m.1);
+        joined_root = base.and_then(|b| u32::try_from(b).ok());
+        if let Some(base) = joined_root {
+            guard.userns = crate::userns::share(base, layout.root(), &opts.id)?;
+        }
+    } else if !crate::harden::namespaces::brings_own_user_namespace(&caller_spec) {
+        let a = crate::userns::allocate(&ctx.policy.userns_pool, layout.root(), &opts.id)?;
+        host.userns_base = Some(a.base);
+        guard.userns = Some(a);
+    }
+    host.userns_taken = crate::userns::allocated_ranges(guard.userns.as_ref());
     let hardened = harden(&caller_spec, &opts.id, &ctx.policy, &host)
         .map_err(|r| anyhow!("refusing to create container {:?}: {r}", opts.id))?;
     for c in &hardened.changes {
@@ -242,12 +297,6 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     ctx.faults.sabotage(&mut spec);
     if let Some(p) = spec.process() {
         facts::ensure_cwd(&host.rootfs, p.cwd())?;
-    }
-    // libcontainer creates mount points from inside a user namespace, where the image's root-owned
-    // directories are not writable: create the scratch dirs rloxsc adds (/tmp) from outside, as for
-    // the cwd; on failure libcontainer reports the mount point itself
-    for dir in &policy.scratch_dirs {
-        let _ = facts::ensure_cwd(&host.rootfs, Path::new(dir));
     }
     let terminal = spec
         .process()
@@ -277,14 +326,54 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         t0.elapsed()
     );
 
+    // the rootfs, bind sources and namespace paths, reachable from inside the user namespace
+    let owner = joined_root.unwrap_or_else(|| container_root_uid(&spec));
+    let views_dir = crate::views::dir_for(layout.root(), &opts.id);
+    guard.views = Some(views_dir.clone());
+    let mut views = crate::views::ViewDir::make(
+        &views_dir,
+        owner,
+        &format!("{}\n{}\n", layout.root().display(), opts.id),
+    )?;
+    let userns_fd = match guard.userns {
+        Some(a) => Some(crate::userns::block_namespace(&a)?),
+        None => caller_userns_fd(&spec)?,
+    };
+    // the spec every later verb reads names the host paths; only this create sees the views
+    let spec_on_host = spec.clone();
+    let idmapped_root = crate::views::prepare(
+        &mut spec,
+        &mut views,
+        userns_fd.as_ref(),
+        joined_root.or(host.userns_base),
+        &policy.userns_idmapped_volumes,
+    )?;
+    drop(userns_fd);
+    // libcontainer creates missing mount points from inside the user namespace, where the
+    // directories of an image that could not be idmapped are not the container root's
+    if !idmapped_root && guard_has_userns(&spec) {
+        facts::ensure_mount_points(&host.rootfs, &spec_on_host)?;
+    }
+    tracing::debug!(
+        "create {}: views ready (rootfs {}) at {:?}",
+        opts.id,
+        if idmapped_root {
+            "idmapped"
+        } else {
+            "not idmapped"
+        },
+        t0.elapsed()
+    );
+
     let mut record = ContainerRecord {
         caller_bundle: bundle.clone(),
         changes: hardened.changes.iter().map(|c| c.to_string()).collect(),
         policy,
         init: None,
+        userns: guard.userns,
+        views: guard.views.clone(),
     };
     let private = layout.write_bundle(&opts.id, &spec, &record)?;
-    let guard = Guard::new(ctx, &opts.id);
     tracing::debug!(
         "create {}: private bundle written at {:?}",
         opts.id,
@@ -310,7 +399,17 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         console_path.as_ref(),
         opts.preserve_fds,
     )
-    .map(|b| b.with_parent_death_signal(opts.die_with_runtime.then_some(Signal::SIGKILL)))
+    .map(|b| {
+        b.with_parent_death_signal(opts.die_with_runtime.then_some(Signal::SIGKILL))
+            // the container's user namespace belongs to its own root: the kernel then charges its
+            // per-user counts (inotify, ...) to that uid at the host level, not to host root
+            .with_user_namespace_owner(
+                guard
+                    .userns
+                    .filter(|_| !joins_userns)
+                    .map(|a| (a.root_uid(), a.root_uid())),
+            )
+    })
     .and_then(|b| {
         b.as_init(&private)
             .with_systemd(false)
@@ -329,14 +428,15 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     }
     let container = built.map_err(|e| {
         let msg = error_chain(&e);
+        let cause = cause_suffix(&msg, &causes);
         anyhow!(
             "cannot create container {:?}: {}{}{}",
             opts.id,
             msg,
-            missing_controller_key(&msg)
+            failure_key(&msg, &cause)
                 .map(|k| format!(" (policy key {k})"))
                 .unwrap_or_default(),
-            cause_suffix(&msg, &causes)
+            cause
         )
     })?;
     tracing::debug!(
@@ -345,6 +445,14 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         t0.elapsed()
     );
 
+    // the container's mount namespace holds its own copies of the views now
+    if let Some(v) = guard.views.take() {
+        crate::views::ViewDir::remove(&v);
+    }
+    record.views = None;
+    let mut spec = spec_on_host;
+    crate::views::forget_mount_idmaps(&mut spec);
+    layout.rewrite_spec(&opts.id, &spec)?;
     let pid = container
         .pid()
         .ok_or_else(|| anyhow!("container {:?} has no init pid after create", opts.id))?;
@@ -368,6 +476,46 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         guard,
         custodian,
     })
+}
+
+/// Whether the spec gives the container a user namespace (new or joined).
+fn guard_has_userns(spec: &Spec) -> bool {
+    spec.linux()
+        .as_ref()
+        .and_then(|l| l.namespaces().as_ref())
+        .is_some_and(|n| {
+            n.iter()
+                .any(|n| n.typ() == oci_spec::runtime::LinuxNamespaceType::User)
+        })
+}
+
+/// The host uid the container's root runs as (its uid mapping of container id 0).
+fn container_root_uid(spec: &Spec) -> u32 {
+    spec.linux()
+        .as_ref()
+        .and_then(|l| l.uid_mappings().as_ref())
+        .and_then(|m| m.iter().find(|x| x.container_id() == 0))
+        .map(|x| x.host_id())
+        .unwrap_or(0)
+}
+
+/// A user namespace fd with the caller's own id mappings (for idmapping the rootfs of a container
+/// whose caller brought its user namespace), when the spec has them.
+fn caller_userns_fd(spec: &Spec) -> Result<Option<std::os::fd::OwnedFd>> {
+    let Some(l) = spec.linux().as_ref() else {
+        return Ok(None);
+    };
+    let line = |v: &Vec<oci_spec::runtime::LinuxIdMapping>| {
+        v.iter()
+            .map(|x| format!("{} {} {}\n", x.container_id(), x.host_id(), x.size()))
+            .collect::<String>()
+    };
+    match (l.uid_mappings(), l.gid_mappings()) {
+        (Some(u), Some(g)) if !u.is_empty() && !g.is_empty() => {
+            Ok(Some(crate::userns::namespace_fd(&line(u), &line(g))?))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// What libcontainer leaves out, done from outside once the init exists: the device rules it adds
@@ -418,17 +566,21 @@ pub fn verify_init(
     )
 }
 
-/// The policy key behind libcgroups' "cgroup X is required ... but is not supported by this system"
-/// (the host lacks a controller a limit needs).
-fn missing_controller_key(msg: &str) -> Option<&'static str> {
-    [
+/// The policy key behind a libcontainer failure, where one tells: libcgroups' "cgroup X is required
+/// ... but is not supported by this system" (the host lacks a controller a limit needs), or sysfs
+/// refused (EPERM) because the container's user namespace does not own its network namespace.
+fn failure_key(msg: &str, cause: &str) -> Option<&'static str> {
+    let controller = [
         ("pids", keys::PIDS),
         ("memory", keys::MEMORY),
         ("devices", keys::DEVICES),
     ]
     .into_iter()
     .find(|(c, _)| msg.contains(&format!("cgroup {c} is required")))
-    .map(|(_, k)| k)
+    .map(|(_, k)| k);
+    controller.or_else(|| {
+        (cause.contains("\"sysfs\"") && cause.contains("EPERM")).then_some(keys::NETWORK_MODE)
+    })
 }
 
 /// What `exec` is asked to start: an already hardened process (see [`crate::harden::harden_process`])
@@ -531,7 +683,7 @@ fn verify_exec(id: &str, policy: &Policy, init_pid: i32, pid: i32) -> Result<()>
         return Ok(()); // already gone: the in-process check before its execve is what held
     };
     let mut failures = verify::check_status(&status, policy);
-    for ns in ["pid", "mnt", "net", "ipc", "uts", "cgroup"] {
+    for ns in ["user", "pid", "mnt", "net", "ipc", "uts", "cgroup"] {
         let a = facts::ns_id(Path::new(&format!("/proc/{init_pid}/ns/{ns}")));
         let b = facts::ns_id(Path::new(&format!("/proc/{pid}/ns/{ns}")));
         if a.is_some() && b.is_some() && a != b {

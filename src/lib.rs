@@ -34,4 +34,7 @@ pub mod record;
 pub mod seccomp;
 pub mod trust;
 pub mod tty;
+pub mod userns;
 pub mod verify;
+pub mod views;
+pub mod writable;

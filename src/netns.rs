@@ -3,25 +3,60 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use nix::sched::{setns, CloneFlags};
 
-/// Brings `lo` up in the network namespace of `pid`. The runtime enters that namespace for two ioctls
-/// and returns to its own; if it cannot return, it exits at once rather than go on in the wrong place.
-pub fn bring_loopback_up(pid: i32) -> Result<()> {
-    let own =
-        File::open("/proc/self/ns/net").context("cannot open the runtime's network namespace")?;
-    let theirs = File::open(format!("/proc/{pid}/ns/net"))
-        .context("cannot open the container's network namespace")?;
+/// Runs `f` in the network namespace at `path` (this thread enters it and returns to its own). If
+/// it cannot return, the runtime exits at once rather than go on in the wrong place.
+pub fn in_network_namespace<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let own = File::open("/proc/thread-self/ns/net")
+        .context("cannot open the runtime's network namespace")?;
+    let theirs = File::open(path)
+        .with_context(|| format!("cannot open network namespace {}", path.display()))?;
     setns(&theirs, CloneFlags::CLONE_NEWNET)
-        .context("cannot enter the container's network namespace")?;
-    let result = set_lo_up();
+        .with_context(|| format!("cannot enter network namespace {}", path.display()))?;
+    let result = f();
     if let Err(e) = setns(&own, CloneFlags::CLONE_NEWNET) {
         eprintln!("rloxsc: cannot return to the runtime's network namespace: {e}");
         std::process::exit(1);
     }
     result
+}
+
+/// Brings `lo` up in the network namespace of `pid`.
+pub fn bring_loopback_up(pid: i32) -> Result<()> {
+    in_network_namespace(Path::new(&format!("/proc/{pid}/ns/net")), set_lo_up)
+        .context("cannot bring lo up in the container's network namespace")
+}
+
+/// Writes network sysctls (`net.*`, as in `linux.sysctl`) in the network namespace at `path`, from
+/// outside: for a container that joins a network namespace its own user namespace does not own,
+/// whose root could not write them itself.
+pub fn write_sysctls_in(path: &Path, sysctls: &[(String, String)]) -> Result<()> {
+    in_network_namespace(path, || {
+        for (k, v) in sysctls {
+            let rel = k.replace('.', "/");
+            let safe = k.starts_with("net.")
+                && rel.split('/').all(|c| {
+                    !c.is_empty()
+                        && c != ".."
+                        && c.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                });
+            if !safe {
+                bail!("sysctl {k:?} is not a network sysctl name");
+            }
+            std::fs::write(Path::new("/proc/sys").join(&rel), v).with_context(|| {
+                format!(
+                    "cannot set sysctl {k}={v} in network namespace {}",
+                    path.display()
+                )
+            })?;
+        }
+        Ok(())
+    })
 }
 
 fn set_lo_up() -> Result<()> {

@@ -10,6 +10,8 @@ use oci_spec::runtime::Capability;
 pub mod keys {
     /// Which namespaces every container gets (pid, mount, ipc, uts, network, cgroup).
     pub const NAMESPACES: &str = "namespaces.required";
+    /// Every container's root is an unprivileged host uid: its own user namespace and id block.
+    pub const USERNS: &str = "userns.mode";
     /// Joining an existing namespace by path (allowed unless it is the host's).
     pub const NAMESPACES_JOIN: &str = "namespaces.join";
     /// What the container's network namespace may hold (`loopback-only` by default).
@@ -24,6 +26,9 @@ pub mod keys {
     pub const READONLY_PATHS: &str = "filesystem.readonly_paths";
     /// Writable scratch space: size-limited `nosuid,nodev` tmpfs only.
     pub const TMPFS: &str = "filesystem.tmpfs_size";
+    /// The paths a container may write (its workdir, `/tmp`, ...): each a size-limited tmpfs holding
+    /// a copy of what the image has there, never a system path.
+    pub const WRITABLE: &str = "filesystem.writable";
     /// Mount types a caller may ask for.
     pub const MOUNT_TYPES: &str = "mounts.allowed_types";
     /// Host paths that may never be bind-mounted into a container.
@@ -80,6 +85,7 @@ pub mod keys {
     pub const ALL: &[&str] = &[
         NAMESPACES,
         NAMESPACES_JOIN,
+        USERNS,
         NETWORK_MODE,
         SECCOMP,
         EXTRA_SYSCALLS,
@@ -89,6 +95,7 @@ pub mod keys {
         MASKED_PATHS,
         READONLY_PATHS,
         TMPFS,
+        WRITABLE,
         MOUNT_TYPES,
         SENSITIVE_BINDS,
         WRITABLE_BINDS,
@@ -176,8 +183,10 @@ pub struct Policy {
     pub network: NetworkMode,
     /// Whether a caller's bind mounts may stay writable (they always get `nosuid,nodev`).
     pub writable_binds: bool,
-    /// Directories that get a size-limited tmpfs when the caller mounts nothing there.
-    pub scratch_dirs: Vec<String>,
+    /// The paths a container may write when the caller mounts nothing at or above them (see
+    /// [`WritablePath`]).
+    #[serde(default = "default_writable")]
+    pub writable: Vec<WritablePath>,
     /// Cgroup parent used when the caller gives no absolute `cgroupsPath`.
     pub cgroup_parent: String,
     /// Syscalls allowed on top of rloxsc's allowlist (never one of the forbidden ones).
@@ -187,7 +196,21 @@ pub struct Policy {
     /// Seconds a create may take (libcontainer's create, hooks included) before everything it
     /// started is killed and the create fails; a `run --timeout` shorter than this bounds it too.
     pub create_timeout_s: u64,
+    /// The host ids containers' user-namespace blocks are taken from.
+    pub userns_pool: crate::userns::Pool,
+    /// Host directories holding clients' volumes (Docker's, Podman's, the kubelet's): a writable
+    /// bind from under one is idmapped with the container's mapping, so the container's root owns
+    /// what host root owns there, as it would under runc. Any other writable bind is not idmapped:
+    /// the container writes there as its own host uids, never as host root.
+    pub userns_idmapped_volumes: Vec<std::path::PathBuf>,
 }
+
+/// The default of [`Policy::userns_idmapped_volumes`].
+pub const DEFAULT_IDMAPPED_VOLUMES: &[&str] = &[
+    "/var/lib/docker/volumes",
+    "/var/lib/containers/storage/volumes",
+    "/var/lib/kubelet/pods",
+];
 
 /// Capabilities that no policy can ever grant: each one is an escape or host-control primitive.
 pub const FORBIDDEN_CAPABILITIES: &[Capability] = &[
@@ -302,6 +325,80 @@ pub const SENSITIVE_SOCKET_NAMES: &[&str] = &[
 const MIB: u64 = 1024 * 1024;
 const GIB: u64 = 1024 * MIB;
 
+/// Stands for the container's working directory (`process.cwd`, the image's `WORKDIR`) in
+/// [`Policy::writable`]; nothing when it is `/` or a system path.
+pub const WORKDIR: &str = "$WORKDIR";
+
+/// Paths (and everything below them) that can never be writable: what the image ships as its system.
+pub const SYSTEM_PATHS: &[&str] = &[
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/opt",
+    "/proc",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var/lib/dpkg",
+    "/var/lib/apt",
+];
+
+/// A size in whole GiB or MiB, as docs and log lines write it.
+pub fn human(bytes: u64) -> String {
+    if bytes % GIB == 0 {
+        format!("{} GiB", bytes / GIB)
+    } else {
+        format!("{} MiB", bytes / MIB)
+    }
+}
+
+/// Whether `path` (absolute, normalized) is `/` or lies in one of the [`SYSTEM_PATHS`].
+pub fn is_system_path(path: &std::path::Path) -> bool {
+    path == std::path::Path::new("/") || SYSTEM_PATHS.iter().any(|s| path.starts_with(s))
+}
+
+/// A path the container may write: a `bytes`-sized tmpfs, made by rloxsc, holding a copy of what the
+/// image has there (owned as in the image) and visible to the client's copy API (Docker's archive
+/// API reads the container's rootfs from the host). `/tmp` and [`WORKDIR`] get one always; any other
+/// path only when the image has that directory.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WritablePath {
+    /// An absolute path, or [`WORKDIR`].
+    pub path: String,
+    /// The tmpfs size (never above `limits.tmpfs`'s ceiling).
+    pub bytes: u64,
+}
+
+impl WritablePath {
+    /// Whether the path gets its tmpfs even when the image lacks the directory.
+    pub fn always(&self) -> bool {
+        self.path == WORKDIR || self.path == "/tmp"
+    }
+}
+
+/// The default writable paths: the workdir and `/tmp` (256 MiB each), `/var/tmp` and `/run`, and the
+/// state directories web servers write at start when the image has them (64 MiB each).
+pub fn default_writable() -> Vec<WritablePath> {
+    let w = |path: &str, mib: u64| WritablePath {
+        path: path.to_string(),
+        bytes: mib * MIB,
+    };
+    vec![
+        w(WORKDIR, 256),
+        w("/tmp", 256),
+        w("/var/tmp", 64),
+        w("/run", 64),
+        w("/var/cache/nginx", 64),
+        w("/var/lib/nginx", 64),
+        w("/var/log/nginx", 64),
+    ]
+}
+
 impl Default for Policy {
     fn default() -> Self {
         Policy {
@@ -328,11 +425,13 @@ impl Default for Policy {
             capabilities: DEFAULT_CAPABILITIES.to_vec(),
             network: NetworkMode::LoopbackOnly,
             writable_binds: true,
-            scratch_dirs: vec!["/tmp".to_string()],
+            writable: default_writable(),
             cgroup_parent: "/rloxsc".to_string(),
             extra_syscalls: Vec::new(),
             records_dir: None,
             create_timeout_s: 60,
+            userns_pool: crate::userns::Pool::default(),
+            userns_idmapped_volumes: DEFAULT_IDMAPPED_VOLUMES.iter().map(Into::into).collect(),
         }
     }
 }
@@ -369,14 +468,6 @@ mod tests {
     fn default_capabilities_contain_nothing_forbidden() {
         for c in DEFAULT_CAPABILITIES {
             assert!(!FORBIDDEN_CAPABILITIES.contains(c), "{c:?} is forbidden");
-        }
-    }
-
-    fn human(bytes: u64) -> String {
-        if bytes % GIB == 0 {
-            format!("{} GiB", bytes / GIB)
-        } else {
-            format!("{} MiB", bytes / MIB)
         }
     }
 

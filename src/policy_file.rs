@@ -16,6 +16,8 @@
 //! mode = "loopback-only"          # or "namespace": interfaces added by the caller's hooks (CNI)
 //! [mounts]
 //! writable_binds = true
+//! [filesystem]
+//! writable = ["$WORKDIR=256M", "/tmp=256M", "/var/tmp"]  # tmpfs, sized (default limits.tmpfs)
 //! [seccomp]
 //! extra_syscalls = ["get_mempolicy"] # on top of rloxsc's allowlist for create, run and exec; logged
 //! [records]
@@ -98,6 +100,12 @@ struct MountsSection {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct FilesystemSection {
+    writable: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct SeccompSection {
     extra_syscalls: Option<Vec<String>>,
 }
@@ -116,11 +124,28 @@ struct CgroupsSection {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct PoolFile {
+    start: u64,
+    blocks: u64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsernsSection {
+    mode: Option<String>,
+    pool: Option<PoolFile>,
+    idmapped_volumes: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct PolicyFile {
+    userns: Option<UsernsSection>,
     limits: Option<LimitsSection>,
     capabilities: Option<CapsSection>,
     network: Option<NetworkSection>,
     mounts: Option<MountsSection>,
+    filesystem: Option<FilesystemSection>,
     seccomp: Option<SeccompSection>,
     records: Option<RecordsSection>,
     cgroups: Option<CgroupsSection>,
@@ -170,6 +195,43 @@ fn limit(name: &str, f: &Option<LimitFile>, base: Limit, min: u64, max: u64) -> 
         bail!("limits.{name}.default {default} must be between {min} and the ceiling {ceiling}");
     }
     Ok(Limit { default, ceiling })
+}
+
+/// Parses one `filesystem.writable` entry: `PATH` (sized `limits.tmpfs`'s default) or `PATH=SIZE`
+/// (at most its ceiling), `PATH` absolute and normalized or `$WORKDIR`, never a system path.
+fn writable_entry(entry: &str, tmpfs: Limit) -> Result<crate::policy::WritablePath> {
+    let (path, size) = match entry.split_once('=') {
+        Some((p, s)) => (p.trim(), Some(num(&Num::Text(s.to_string()))?)),
+        None => (entry.trim(), None),
+    };
+    if path != crate::policy::WORKDIR {
+        let pb = Path::new(path);
+        let normal = pb.is_absolute()
+            && pb
+                .components()
+                .skip(1)
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
+            && !path.ends_with('/')
+            && !path.contains("//")
+            && !path.contains('\n');
+        if !normal {
+            bail!("filesystem.writable: {path:?} is not an absolute, normalized path or $WORKDIR");
+        }
+        if crate::policy::is_system_path(pb) {
+            bail!("filesystem.writable: {path} is a system path, which can never be writable");
+        }
+    }
+    let bytes = size.unwrap_or(tmpfs.default);
+    if bytes < 1 << 20 || bytes > tmpfs.ceiling {
+        bail!(
+            "filesystem.writable: {path}'s size {bytes} must be between 1M and limits.tmpfs's ceiling {}",
+            tmpfs.ceiling
+        );
+    }
+    Ok(crate::policy::WritablePath {
+        path: path.to_string(),
+        bytes,
+    })
 }
 
 /// Reads the line and column of a byte offset in `text`.
@@ -245,6 +307,40 @@ pub fn parse(text: &str) -> Result<Policy> {
         }
         p.capabilities = caps;
     }
+    if let Some(u) = &file.userns {
+        match u.mode.as_deref() {
+            None | Some("auto") => {}
+            Some("host") | Some("off") | Some("none") => bail!(
+                "userns.mode {:?} is not possible: every container's root is an unprivileged host uid of its own",
+                u.mode.as_deref().unwrap_or_default()
+            ),
+            Some(other) => bail!("userns.mode {other:?}: expected \"auto\""),
+        }
+        if let Some(pool) = &u.pool {
+            let end = pool.start + pool.blocks * crate::userns::BLOCK as u64;
+            if pool.start < crate::userns::BLOCK as u64 || pool.blocks == 0 || end > u32::MAX as u64
+            {
+                bail!("userns.pool must lie within host ids 65536..2^32 and hold at least one block of 65536 ids");
+            }
+            if pool.start % crate::userns::BLOCK as u64 != 0 {
+                bail!("userns.pool.start must be a multiple of 65536");
+            }
+            p.userns_pool = crate::userns::Pool {
+                start: pool.start as u32,
+                blocks: pool.blocks as u32,
+            };
+        }
+        if let Some(v) = &u.idmapped_volumes {
+            p.userns_idmapped_volumes = Vec::new();
+            for d in v {
+                let path = std::path::PathBuf::from(d);
+                if !path.is_absolute() || d.contains('\n') {
+                    bail!("userns.idmapped_volumes: {d:?} is not an absolute path");
+                }
+                p.userns_idmapped_volumes.push(path);
+            }
+        }
+    }
     if let Some(m) = file.network.as_ref().and_then(|n| n.mode.as_deref()) {
         p.network = match m {
             "loopback-only" => NetworkMode::LoopbackOnly,
@@ -255,6 +351,12 @@ pub fn parse(text: &str) -> Result<Policy> {
     }
     if let Some(w) = file.mounts.as_ref().and_then(|m| m.writable_binds) {
         p.writable_binds = w;
+    }
+    if let Some(list) = file.filesystem.as_ref().and_then(|f| f.writable.as_ref()) {
+        p.writable = list
+            .iter()
+            .map(|e| writable_entry(e, p.tmpfs_bytes))
+            .collect::<Result<_>>()?;
     }
     if let Some(extra) = file
         .seccomp
@@ -338,10 +440,11 @@ pub fn render(p: &Policy, source: Option<&Path>) -> String {
     let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
     let extra: Vec<String> = p.extra_syscalls.iter().map(|s| quote(s)).collect();
     let mut s = format!(
-        "# effective rloxsc policy ({})\n[limits]\npids = {{ default = {}, ceiling = {} }}\nmemory = {{ default = {}, ceiling = {} }}\nnofile = {{ default = {}, ceiling = {} }}\ntmpfs = {{ default = {}, ceiling = {} }}\nptys = {{ default = {}, ceiling = {} }}\ncreate_timeout = {}\n\n[capabilities]\nallowed = [{}]\n\n[network]\nmode = \"{}\"\n\n[mounts]\nwritable_binds = {}\n\n[seccomp]\nextra_syscalls = [{}]\n\n[cgroups]\nparent = {}\n",
+        "# effective rloxsc policy ({})\n[limits]\npids = {{ default = {}, ceiling = {} }}\nmemory = {{ default = {}, ceiling = {} }}\nnofile = {{ default = {}, ceiling = {} }}\ntmpfs = {{ default = {}, ceiling = {} }}\nptys = {{ default = {}, ceiling = {} }}\ncreate_timeout = {}\n\n[capabilities]\nallowed = [{}]\n\n[network]\nmode = \"{}\"\n\n[mounts]\nwritable_binds = {}\n\n[filesystem]\nwritable = [{}]\n\n[seccomp]\nextra_syscalls = [{}]\n\n[cgroups]\nparent = {}\n\n[userns]\nmode = \"auto\"\npool = {{ start = {}, blocks = {} }}\nidmapped_volumes = [{}]\n",
         source.map(|p| p.display().to_string().replace(['\n', '\r'], " ")).unwrap_or_else(|| "built-in defaults".into()),
         p.pids.default, p.pids.ceiling, p.memory_bytes.default, p.memory_bytes.ceiling, p.nofile.default, p.nofile.ceiling,
-        p.tmpfs_bytes.default, p.tmpfs_bytes.ceiling, p.ptys.default, p.ptys.ceiling, p.create_timeout_s, caps.join(", "), p.network.as_str(), p.writable_binds, extra.join(", "), quote(&p.cgroup_parent),
+        p.tmpfs_bytes.default, p.tmpfs_bytes.ceiling, p.ptys.default, p.ptys.ceiling, p.create_timeout_s, caps.join(", "), p.network.as_str(), p.writable_binds, p.writable.iter().map(|w| quote(&format!("{}={}", w.path, w.bytes))).collect::<Vec<_>>().join(", "), extra.join(", "), quote(&p.cgroup_parent), p.userns_pool.start, p.userns_pool.blocks,
+        p.userns_idmapped_volumes.iter().map(|d| quote(&d.display().to_string())).collect::<Vec<_>>().join(", "),
     );
     if let Some(d) = &p.records_dir {
         s.push_str(&format!(
@@ -437,5 +540,26 @@ dir = "/r\"\\"
     #[test]
     fn explicit_missing_file_is_an_error_default_missing_is_not() {
         assert!(load(Some(Path::new("/nonexistent/policy.toml"))).is_err());
+    }
+
+    #[test]
+    fn writable_paths_are_bounded_and_never_system_paths() {
+        let p = parse("[filesystem]\nwritable = [\"$WORKDIR=32M\", \"/data\"]\n").unwrap();
+        assert_eq!(p.writable.len(), 2);
+        assert_eq!(p.writable[0].bytes, 32 << 20);
+        assert_eq!(p.writable[1].bytes, p.tmpfs_bytes.default);
+        for bad in [
+            "/usr/local",
+            "/etc",
+            "/",
+            "relative",
+            "/a/../etc",
+            "/tmp=2G",
+            "/tmp=10k",
+            "/lib64/x",
+        ] {
+            let text = format!("[filesystem]\nwritable = [{:?}]\n", bad);
+            assert!(parse(&text).is_err(), "{bad} accepted");
+        }
     }
 }

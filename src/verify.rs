@@ -46,6 +46,9 @@ const FALLBACK_DEVICES: &[&str] = &[
     "ip_vti0",
 ];
 
+/// One line of a `uid_map`/`gid_map`: (inside, outside, count).
+pub type IdRange = (u64, u64, u64);
+
 /// What rloxsc reads about one container process from the kernel, before judging it. Every field is
 /// either what was read or why it could not be read; [`judge`] turns both into failures.
 #[derive(Debug, Clone)]
@@ -74,6 +77,8 @@ pub struct Observation {
     pub cgroup_processes: Vec<ProcessSeccomp>,
     /// Its `/proc/<pid>/oom_score_adj`.
     pub oom_score_adj: Result<i32, String>,
+    /// Its `/proc/<pid>/uid_map` and `gid_map` as (inside, outside, count) triples.
+    pub id_maps: Result<(Vec<IdRange>, Vec<IdRange>), String>,
 }
 
 /// The fields of `/proc/<pid>/status` verification needs.
@@ -324,6 +329,9 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
             status: observe_status(p).ok(),
         })
         .collect();
+    let id_maps = read_text(&proc_dir.join("uid_map")).and_then(|u| {
+        read_text(&proc_dir.join("gid_map")).map(|g| (parse_id_map(&u), parse_id_map(&g)))
+    });
     let oom_score_adj = read_text(&proc_dir.join("oom_score_adj")).and_then(|t| {
         t.trim()
             .parse::<i32>()
@@ -331,6 +339,7 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
     });
     Observation {
         pid,
+        id_maps,
         oom_score_adj,
         status,
         namespaces,
@@ -397,6 +406,13 @@ pub fn judge(obs: &Observation, spec: &Spec, policy: &Policy, host: &HostFacts) 
     if let Some(list) = &obs.devices_list {
         out.extend(check_devices_list(list));
     }
+    match &obs.id_maps {
+        Ok((u, g)) => out.extend(check_id_maps(u, g, spec, obs.status.as_ref().ok())),
+        Err(e) => out.push(fail(
+            keys::USERNS,
+            format!("cannot read the init's id maps: {e}"),
+        )),
+    }
     match &obs.oom_score_adj {
         Ok(v) if *v >= 0 => {}
         Ok(v) => out.push(fail(
@@ -453,6 +469,72 @@ pub fn check_processes(obs: &Observation, filters: u32) -> Vec<Failure> {
             keys::PROCESSES,
             format!("the container's init {} is not in its own cgroup", obs.pid),
         ));
+    }
+    out
+}
+
+/// Parses a `/proc/<pid>/uid_map` (or `gid_map`): one (inside, outside, count) per line.
+pub fn parse_id_map(text: &str) -> Vec<(u64, u64, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let v: Vec<u64> = l
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            (v.len() == 3).then(|| (v[0], v[1], v[2]))
+        })
+        .collect()
+}
+
+/// The init's user namespace maps exactly the spec's ids (never the host's whole range), maps
+/// nothing onto host id 0, and the init runs as a host uid other than 0.
+pub fn check_id_maps(
+    uid: &[(u64, u64, u64)],
+    gid: &[(u64, u64, u64)],
+    spec: &Spec,
+    status: Option<&StatusFacts>,
+) -> Vec<Failure> {
+    let mut out = Vec::new();
+    let want = |m: &Option<Vec<oci_spec::runtime::LinuxIdMapping>>| -> Vec<(u64, u64, u64)> {
+        m.iter()
+            .flatten()
+            .map(|x| (x.container_id() as u64, x.host_id() as u64, x.size() as u64))
+            .collect()
+    };
+    let linux = spec.linux().as_ref();
+    for (what, got, want) in [
+        (
+            "uid",
+            uid,
+            linux.map(|l| want(l.uid_mappings())).unwrap_or_default(),
+        ),
+        (
+            "gid",
+            gid,
+            linux.map(|l| want(l.gid_mappings())).unwrap_or_default(),
+        ),
+    ] {
+        if got.iter().any(|(_, host, n)| *host == 0 && *n > 0) {
+            out.push(fail(
+                keys::USERNS,
+                format!("the container's {what} map includes host id 0: {got:?}"),
+            ));
+        }
+        // a user namespace joined by path (CRI) has the mapping its creator wrote; the spec may not say
+        if !want.is_empty() && got != want.as_slice() {
+            out.push(fail(
+                keys::USERNS,
+                format!("the container's {what} map is {got:?}, expected {want:?}"),
+            ));
+        }
+    }
+    if let Some(st) = status {
+        if st.uids.is_some_and(|u| u.contains(&0)) {
+            out.push(fail(
+                keys::USERNS,
+                format!("the container's init runs as host uid 0 ({:?})", st.uids),
+            ));
+        }
     }
     out
 }
@@ -1074,6 +1156,7 @@ mod tests {
                 .map(|(pid, status)| ProcessSeccomp { pid, status })
                 .collect(),
             oom_score_adj: Ok(0),
+            id_maps: Ok((vec![(0, 1 << 30, 65536)], vec![(0, 1 << 30, 65536)])),
         }
     }
 
@@ -1106,6 +1189,36 @@ mod tests {
             f.iter().any(|x| x.what.contains("not in its own cgroup")),
             "{f:?}"
         );
+    }
+
+    #[test]
+    fn id_map_checks_fire() {
+        let mut spec = Spec::default();
+        let mut l = oci_spec::runtime::Linux::default();
+        let m = vec![crate::harden::namespaces::block_mapping(1 << 30)];
+        l.set_uid_mappings(Some(m.clone()));
+        l.set_gid_mappings(Some(m));
+        spec.set_linux(Some(l));
+        let good = vec![(0, 1 << 30, 65536)];
+        let st_ok = StatusFacts {
+            uids: Some([1 << 30; 4]),
+            ..Default::default()
+        };
+        assert!(check_id_maps(&good, &good, &spec, Some(&st_ok)).is_empty());
+        // the host's identity map (no user namespace at all)
+        let host = vec![(0, 0, 4294967295)];
+        assert!(check_id_maps(&host, &good, &spec, Some(&st_ok))
+            .iter()
+            .any(|f| f.what.contains("host id 0")));
+        let other = vec![(0, 2 << 30, 65536)];
+        assert!(!check_id_maps(&other, &good, &spec, Some(&st_ok)).is_empty());
+        let st_root = StatusFacts {
+            uids: Some([0; 4]),
+            ..Default::default()
+        };
+        assert!(check_id_maps(&good, &good, &spec, Some(&st_root))
+            .iter()
+            .any(|f| f.what.contains("host uid 0")));
     }
 
     #[test]

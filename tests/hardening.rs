@@ -252,7 +252,8 @@ fn inside_root_is_read_only_and_tmp_is_a_small_writable_tmpfs() {
             "/tmp lacks {flag}: {tmp}"
         );
     }
-    assert!(tmp.contains("size=65536k"), "/tmp size: {tmp}");
+    // filesystem.writable's default for /tmp
+    assert!(tmp.contains("size=262144k"), "/tmp size: {tmp}");
 }
 
 #[test]

@@ -11,6 +11,10 @@
  *
  * `seccomp-probe ptys` opens /dev/ptmx until it fails and prints "ptys N errno E NAME": how many ptys
  * the container's devpts instance gave.
+ *
+ * `seccomp-probe hold inotify|pipes` takes as many inotify instances (or 1 MiB pipe buffers) as the
+ * kernel gives its uid, prints "held N", and sleeps: a per-user limit a container shares with host
+ * root would now be exhausted for host root too.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -146,6 +150,29 @@ static int ptys(void)
     return 0;
 }
 
+static int hold(const char *what)
+{
+    int n = 0;
+    for (int i = 0; i < 4096; i++) {
+        if (strcmp(what, "inotify") == 0) {
+            if (syscall(SYS_inotify_init1, 0) < 0)
+                break;
+        } else {
+            int p[2];
+            if (pipe(p) < 0)
+                break;
+            /* F_SETPIPE_SZ: the pages are charged to the uid's pipe-user-pages */
+            if (fcntl(p[1], 1031, 1 << 20) < 0)
+                break;
+        }
+        n++;
+    }
+    printf("held %d\n", n);
+    fflush(stdout);
+    for (;;)
+        pause();
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -153,6 +180,8 @@ int main(int argc, char **argv)
         return call(argc, argv);
     if (argc > 1 && strcmp(argv[1], "ptys") == 0)
         return ptys();
+    if (argc > 2 && strcmp(argv[1], "hold") == 0)
+        return hold(argv[2]);
     probe("i386-int80", p_i386, 0);
     probe("x32-abi", p_x32, 0);
     probe("socket-af-alg", p_alg, 0);

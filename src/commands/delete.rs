@@ -18,10 +18,14 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
             kill_unfinished_create(ctx, id);
             remove_cgroups_of(ctx, id);
             let _ = std::fs::remove_dir_all(&dir);
+            crate::launch::release_host_resources(ctx, id);
             ctx.layout.remove_bundle(id)?;
             return Ok(());
         }
         if force {
+            // a create killed before it wrote anything in the state root may still hold a block of
+            // host ids or a view directory
+            crate::launch::release_host_resources(ctx, id);
             return Ok(());
         }
         bail!("container {id:?} does not exist");
@@ -37,6 +41,7 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
                 bail!("cannot delete container {id:?}: its cgroup still holds processes after SIGKILL");
             }
             let _ = std::fs::remove_dir_all(&dir);
+            crate::launch::release_host_resources(ctx, id);
             ctx.layout.remove_bundle(id)?;
             return Ok(());
         }
@@ -88,6 +93,7 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
+    crate::launch::release_host_resources(ctx, id);
     ctx.layout.remove_bundle(id)?;
     Ok(())
 }

@@ -28,7 +28,8 @@ pub fn check(ctx: &Context, path: &Path) -> Result<i32> {
         )
     };
     let spec = crate::bundle::load_caller_spec_file(&config)?;
-    let facts = match crate::facts::gather(&spec, &bundle, ctx.layout.root()) {
+    let facts = match crate::facts::gather(&spec, &bundle, ctx.layout.root(), &ctx.policy.writable)
+    {
         Ok(f) => f,
         Err(e) => {
             println!("refuse: {e:#}");
@@ -43,7 +44,12 @@ fn check_with_facts(
     spec: &oci_spec::runtime::Spec,
     facts: &HostFacts,
 ) -> Result<i32> {
-    match harden(spec, "policy-check", &ctx.policy, facts) {
+    // what create would allocate: a block of the pool (only its first is named here)
+    let mut facts = facts.clone();
+    if facts.userns_base.is_none() {
+        facts.userns_base = Some(ctx.policy.userns_pool.start);
+    }
+    match harden(spec, "policy-check", &ctx.policy, &facts) {
         Ok(h) => {
             for c in &h.changes {
                 println!("change: {c}");

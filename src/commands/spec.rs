@@ -35,14 +35,19 @@ pub fn spec(ctx: &Context, bundle: &Path) -> Result<()> {
         has_cgroup_namespace: true,
         cgroup_v1_hierarchies: crate::facts::cgroup_v1_hierarchies(),
         runtime_root: ctx.layout.root().to_path_buf(),
+        // a stand-in block: the written spec leaves the mapping to create (below)
+        userns_base: Some(ctx.policy.userns_pool.start),
         ..Default::default()
     };
     let mut hardened = harden(&base_spec(), "spec", &ctx.policy, &facts)
         .map_err(|r| anyhow::anyhow!("{r}"))?
         .spec;
     if let Some(l) = hardened.linux_mut() {
-        // rloxsc places the container's cgroup itself at create time
+        // rloxsc places the container's cgroup itself at create time, and gives each container a
+        // block of host ids of its own (a mapping written here would be every container's)
         l.set_cgroups_path(None);
+        l.set_uid_mappings(None);
+        l.set_gid_mappings(None);
     }
     let json = serde_json::to_string_pretty(&hardened)?;
     std::fs::write(&path, json + "\n").with_context(|| format!("cannot write {}", path.display()))

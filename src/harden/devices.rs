@@ -35,8 +35,14 @@ pub fn harden_devices(spec: &mut Spec, changes: &mut Changes) {
             .iter()
             .map(|d| d.path().display().to_string())
             .collect();
+        // ptmx, the console and the pts are never nodes of the spec: /dev/ptmx is the container's
+        // own devpts's, /dev/console its terminal, and (in a user namespace, where nodes are binds
+        // of the host's) a listed /dev/pts/N would be one of the host's terminals
         nodes.retain(|d| {
-            d.typ() == LinuxDeviceType::C && is_allowed_char_device(d.major(), d.minor())
+            d.typ() == LinuxDeviceType::C
+                && is_allowed_char_device(d.major(), d.minor())
+                && !(d.major() == 5 && matches!(d.minor(), 1 | 2))
+                && d.major() != 136
         });
         let after: Vec<String> = nodes
             .iter()

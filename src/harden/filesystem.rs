@@ -316,12 +316,9 @@ pub fn harden_mounts(
                 }
                 "tmpfs" => {
                     let mut what = Vec::new();
-                    // runc's tmpcopyup (copy the image's directory in) is not a mount(2) option and
-                    // libcontainer does not implement it: the tmpfs starts empty
-                    if o.iter().any(|x| x == "tmpcopyup") {
-                        o.retain(|x| x != "tmpcopyup");
-                        what.push("tmpcopyup dropped (the tmpfs starts empty)".to_string());
-                    }
+                    // runc's tmpcopyup (copy the image's directory in; Podman asks for it) is done
+                    // by rloxsc from outside (crate::views, crate::writable), as for its own
+                    // writable paths
                     if ensure_flag(&mut o, "nosuid", "suid") {
                         what.push("nosuid".to_string());
                     }
@@ -379,23 +376,105 @@ pub fn harden_mounts(
             changes.push(keys::READONLY_PATHS, format!("added {typ} mount at {dest}"));
         }
     }
-    for dir in &policy.scratch_dirs {
-        if !has(&out, dir) {
-            let size = format!("size={}k", policy.tmpfs_bytes.default / 1024);
-            out.push(mount(
-                dir,
-                "tmpfs",
-                "tmpfs",
-                &["nosuid", "nodev", "mode=1777", &size],
-            ));
-            changes.push(
-                keys::TMPFS,
-                format!("added writable scratch tmpfs at {dir} ({size})"),
-            );
-        }
-    }
+    add_writable_paths(spec, &mut out, policy, facts, changes);
     spec.set_mounts(Some(out));
     Ok(())
+}
+
+/// The option that marks rloxsc's own writable-path tmpfs (never a caller's: removed from theirs):
+/// [`crate::views`] copies the image's content into it and shows it to the client's copy API.
+pub const WRITABLE_MARK: &str = "x-rloxsc-writable";
+
+/// `path` made absolute and normal (`.` and `..` resolved lexically).
+pub fn normal_abs(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            std::path::Component::Normal(n) => out.push(n),
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Adds the policy's writable paths (`filesystem.writable`): a sized tmpfs at each, unless the
+/// caller mounts something at or above it (the caller's mounts win), the path is a system path
+/// (a workdir under `/usr` stays read-only), or, for a path other than `/tmp` and the workdir, the
+/// image lacks that directory. Each goes before any caller mount below it, so a volume at
+/// `/tmp/x` stays visible.
+fn add_writable_paths(
+    spec: &Spec,
+    out: &mut Vec<Mount>,
+    policy: &Policy,
+    facts: &HostFacts,
+    changes: &mut Changes,
+) {
+    let cwd = spec.process().as_ref().map(|p| normal_abs(p.cwd()));
+    let mut done: Vec<PathBuf> = Vec::new();
+    for w in &policy.writable {
+        let path = if w.path == policy::WORKDIR {
+            match &cwd {
+                Some(c) if c != Path::new("/") => c.clone(),
+                _ => continue,
+            }
+        } else {
+            PathBuf::from(&w.path)
+        };
+        if done.contains(&path) {
+            continue;
+        }
+        if policy::is_system_path(&path) {
+            changes.push(
+                keys::WRITABLE,
+                format!(
+                    "the working directory {} is a system path: it stays read-only",
+                    path.display()
+                ),
+            );
+            continue;
+        }
+        if facts.symlinked_writable.contains(&path) {
+            changes.push(
+                keys::WRITABLE,
+                format!(
+                    "the image reaches {} through a symlink: it stays read-only",
+                    path.display()
+                ),
+            );
+            continue;
+        }
+        if !w.always() && !facts.image_dirs.contains(&path) {
+            continue;
+        }
+        if out.iter().any(|m| {
+            m.destination() != Path::new("/") && path.starts_with(normal_abs(m.destination()))
+        }) {
+            continue;
+        }
+        let bytes = w.bytes.min(policy.tmpfs_bytes.ceiling);
+        let size = format!("size={}k", bytes / 1024);
+        let mut o = vec!["nosuid", "nodev", &size, "tmpcopyup", WRITABLE_MARK];
+        if path == Path::new("/tmp") || path == Path::new("/var/tmp") {
+            o.push("mode=1777");
+        }
+        let at = out
+            .iter()
+            .position(|m| normal_abs(m.destination()).starts_with(&path))
+            .unwrap_or(out.len());
+        out.insert(at, mount(&path.display().to_string(), "tmpfs", "tmpfs", &o));
+        changes.push(
+            keys::WRITABLE,
+            format!(
+                "{} writable: a tmpfs of {} with the image's content",
+                path.display(),
+                policy::human(bytes)
+            ),
+        );
+        done.push(path);
+    }
 }
 
 /// Mounts every container gets when the caller lacks them: /proc and /sys are needed for masking and
@@ -751,7 +830,7 @@ mod tests {
     }
 
     #[test]
-    fn tmpcopyup_is_dropped() {
+    fn tmpcopyup_is_kept_for_the_views_to_do() {
         let mut s = careless_spec();
         let mut ms = s.mounts().clone().unwrap();
         ms.push(mount(
@@ -762,7 +841,7 @@ mod tests {
         ));
         s.set_mounts(Some(ms));
         run_mounts(&mut s).unwrap();
-        assert!(!opts(mount_at(&s, "/run").unwrap()).contains(&"tmpcopyup".into()));
+        assert!(opts(mount_at(&s, "/run").unwrap()).contains(&"tmpcopyup".into()));
     }
 
     #[test]
@@ -804,5 +883,81 @@ mod tests {
         assert_eq!(parse_size("65536k"), Some(65536 * 1024));
         assert_eq!(parse_size("100"), Some(100));
         assert_eq!(parse_size("x"), None);
+    }
+
+    fn with_cwd(cwd: &str) -> Spec {
+        let mut s = careless_spec();
+        let mut p = s.process().clone().unwrap();
+        p.set_cwd(PathBuf::from(cwd));
+        s.set_process(Some(p));
+        s
+    }
+
+    fn dests(s: &Spec) -> Vec<String> {
+        s.mounts()
+            .iter()
+            .flatten()
+            .map(|m| m.destination().display().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn the_workdir_and_tmp_become_writable_paths_with_copyup() {
+        let mut s = with_cwd("/sandbox/./x/..");
+        run_mounts(&mut s).unwrap();
+        for d in ["/sandbox", "/tmp"] {
+            let o = opts(mount_at(&s, d).unwrap());
+            assert!(
+                o.contains(&WRITABLE_MARK.to_string()) && o.contains(&"tmpcopyup".to_string()),
+                "{d}: {o:?}"
+            );
+            assert!(o.contains(&"size=262144k".to_string()), "{d}: {o:?}");
+        }
+        // /var/tmp only when the image has it (facts() has none)
+        assert!(mount_at(&s, "/var/tmp").is_none());
+    }
+
+    #[test]
+    fn a_system_workdir_stays_read_only() {
+        for cwd in ["/usr/src/app", "/etc", "/"] {
+            let mut s = with_cwd(cwd);
+            let c = run_mounts(&mut s).unwrap();
+            if cwd != "/" {
+                assert!(mount_at(&s, cwd).is_none(), "{cwd}");
+                assert!(
+                    c.0.iter().any(|c| c.what.contains("stays read-only")),
+                    "{cwd}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_callers_mounts_win_and_stay_visible_below() {
+        let mut s = with_cwd("/work");
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount("/tmp/x", "bind", "/srv/data", &["rbind", "ro"]));
+        ms.push(mount("/work", "bind", "/srv/work", &["rbind", "rw"]));
+        s.set_mounts(Some(ms));
+        run_mounts(&mut s).unwrap();
+        let d = dests(&s);
+        let tmp = d.iter().position(|x| x == "/tmp").unwrap();
+        let below = d.iter().position(|x| x == "/tmp/x").unwrap();
+        assert!(
+            tmp < below,
+            "rloxsc's /tmp must come before the caller's /tmp/x: {d:?}"
+        );
+        assert_eq!(d.iter().filter(|x| *x == "/work").count(), 1, "{d:?}");
+        assert!(!opts(mount_at(&s, "/work").unwrap()).contains(&WRITABLE_MARK.to_string()));
+    }
+
+    #[test]
+    fn an_image_symlink_on_the_way_keeps_a_path_read_only() {
+        let mut f = facts();
+        f.symlinked_writable = vec![PathBuf::from("/tmp")];
+        let mut s = with_cwd("/");
+        let mut c = Changes::default();
+        harden_mounts(&mut s, &Policy::default(), &f, &mut c).unwrap();
+        assert!(mount_at(&s, "/tmp").is_none());
     }
 }

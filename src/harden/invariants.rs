@@ -309,6 +309,13 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
                     Some(s) if s > 0 && s <= policy.tmpfs_bytes.ceiling => {}
                     s => return Err(format!("tmpfs at {dest} of size {s:?}")),
                 }
+                if has(&o, super::filesystem::WRITABLE_MARK)
+                    && crate::policy::is_system_path(&super::filesystem::normal_abs(Path::new(
+                        &dest,
+                    )))
+                {
+                    return Err(format!("writable path at the system path {dest}"));
+                }
             }
             "devpts" | "mqueue" if !has(&o, "nosuid") || !has(&o, "noexec") || has(&o, "exec") => {
                 return Err(format!("{typ} at {dest} without nosuid,noexec"));

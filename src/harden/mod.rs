@@ -60,8 +60,15 @@ pub struct HostFacts {
     pub host_namespaces: HashMap<LinuxNamespaceType, (u64, u64)>,
     /// For each namespace path in the caller's spec, its (device, inode), if it could be resolved.
     pub namespace_paths: HashMap<PathBuf, (u64, u64)>,
+    /// For each namespace path in the caller's spec (other than a user namespace's), the user
+    /// namespace that owns it, if it could be found.
+    pub namespace_owners: HashMap<PathBuf, NamespaceOwner>,
     /// For each bind-mount source in the caller's spec, its canonical path on the host, if it exists.
     pub canonical_sources: HashMap<PathBuf, PathBuf>,
+    /// The policy's writable paths that are directories in the image (no symlink on the way).
+    pub image_dirs: Vec<PathBuf>,
+    /// The policy's writable paths and the workdir where the image has a symlink on the way.
+    pub symlinked_writable: Vec<PathBuf>,
     /// Destinations inside the image (`/proc`, `/sys`, `/dev`, ...) that are symlinks.
     pub symlinked_destinations: Vec<PathBuf>,
     /// The canonical, absolute path of the bundle's root filesystem.
@@ -76,9 +83,26 @@ pub struct HostFacts {
     /// bind (a container could replace the runtime by rename: writes to a running binary fail,
     /// renames over it do not).
     pub runtime_binaries: Vec<PathBuf>,
+    /// The first host id of the user-namespace block allocated for the container (`None` when the
+    /// caller brings its own user namespace).
+    pub userns_base: Option<u32>,
+    /// The host id ranges other containers' blocks hold (a caller's mapping may not overlap them).
+    pub userns_taken: Vec<(u64, u64)>,
     /// The home directory of the spec's user in the image, read from outside (see
     /// [`crate::facts::image_home`]); `None`: not looked up (the spec sets `HOME`).
     pub image_home: Option<crate::facts::HomeLookup>,
+}
+
+/// The user namespace that owns a namespace the caller joins by path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceOwner {
+    /// Its (device, inode).
+    pub id: (u64, u64),
+    /// A path to it: `/proc/<pid>/ns/user` when the joined namespace was named as
+    /// `/proc/<pid>/ns/<type>` and that process's user namespace is the owner.
+    pub path: Option<PathBuf>,
+    /// Its uid mapping (`/proc/<pid>/uid_map`), when `path` is known: (inside, outside, count).
+    pub uid_map: Vec<(u64, u64, u64)>,
 }
 
 /// The output of [`harden`].
@@ -131,6 +155,7 @@ pub fn harden(
     validate_basics(&spec)?;
     let policy = annotations::tighten(policy, &spec, &mut changes);
     namespaces::harden_namespaces(&mut spec, &policy, facts, &mut changes)?;
+    namespaces::harden_user_namespace(&mut spec, facts, &mut changes)?;
     filesystem::harden_root(&mut spec, facts, &mut changes)?;
     filesystem::harden_mounts(&mut spec, &policy, facts, &mut changes)?;
     filesystem::harden_masked_and_readonly_paths(&mut spec, facts, &mut changes);
@@ -297,6 +322,7 @@ pub(crate) mod testutil {
             has_cgroup_namespace: true,
             cgroup_v1_hierarchies: vec!["memory".into(), "pids".into(), "systemd".into()],
             runtime_root: PathBuf::from("/run/rloxsc"),
+            userns_base: Some(1 << 30),
             ..Default::default()
         }
     }

@@ -2,7 +2,9 @@
 //! it) cgroup namespaces. A caller may join an existing namespace by path only if it is not the host's;
 //! an absent or host namespace is replaced by a new one. Host network devices are never moved in.
 
-use oci_spec::runtime::{LinuxNamespace, LinuxNamespaceType, Spec};
+use std::path::Path;
+
+use oci_spec::runtime::{LinuxIdMapping, LinuxNamespace, LinuxNamespaceType, Spec};
 
 use super::{refuse, Changes, HostFacts, Refusal};
 use crate::policy::{keys, Policy};
@@ -10,6 +12,7 @@ use crate::policy::{keys, Policy};
 /// The namespaces every container must have, in the order they are listed in the hardened spec.
 pub fn required_namespaces(facts: &HostFacts) -> Vec<LinuxNamespaceType> {
     let mut v = vec![
+        LinuxNamespaceType::User,
         LinuxNamespaceType::Pid,
         LinuxNamespaceType::Mount,
         LinuxNamespaceType::Ipc,
@@ -94,6 +97,169 @@ pub fn harden_namespaces(
     Ok(())
 }
 
+/// The id mappings a container gets when the caller brings no user namespace of its own: container
+/// ids 0..65536 onto the container's block of host ids.
+pub fn block_mapping(base: u32) -> LinuxIdMapping {
+    oci_spec::runtime::LinuxIdMappingBuilder::default()
+        .container_id(0u32)
+        .host_id(base)
+        .size(crate::userns::BLOCK)
+        .build()
+        .expect("an id mapping with every field set is valid")
+}
+
+/// Whether the caller's spec brings a user namespace of its own (joined by path, or new with its
+/// own id mappings); otherwise rloxsc allocates a block for the container.
+pub fn brings_own_user_namespace(spec: &Spec) -> bool {
+    let Some(linux) = spec.linux().as_ref() else {
+        return false;
+    };
+    let by_path = linux
+        .namespaces()
+        .iter()
+        .flatten()
+        .any(|n| n.typ() == LinuxNamespaceType::User && n.path().is_some());
+    let mapped = linux.uid_mappings().as_ref().is_some_and(|m| !m.is_empty())
+        && linux.gid_mappings().as_ref().is_some_and(|m| !m.is_empty());
+    by_path || mapped
+}
+
+/// The user namespace a container without one of its own must join: the one that owns the
+/// namespaces it joins by path, when that is not the host's (a pod's containers join the sandbox's
+/// ipc, uts and pid namespaces, which belong to the sandbox's user namespace; a namespace can only
+/// be entered from a user namespace that owns it or one of its ancestors). `None`: the container
+/// gets a user namespace of its own. Refused: joined namespaces with different owners, or an owner
+/// rloxsc cannot name by path.
+pub fn user_namespace_to_join<'f>(
+    spec: &Spec,
+    facts: &'f HostFacts,
+) -> Result<Option<&'f crate::harden::NamespaceOwner>, Refusal> {
+    if brings_own_user_namespace(spec) {
+        return Ok(None);
+    }
+    let host = facts.host_namespaces.get(&LinuxNamespaceType::User);
+    let mut found: Option<(&Path, &crate::harden::NamespaceOwner)> = None;
+    let joined = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.namespaces().as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|n| n.typ() != LinuxNamespaceType::User);
+    for ns in joined {
+        let Some(p) = ns.path() else { continue };
+        let Some(o) = facts.namespace_owners.get(p) else {
+            continue;
+        };
+        if Some(&o.id) == host {
+            continue;
+        }
+        match found {
+            Some((first, prev)) if prev.id != o.id => {
+                return Err(refuse(
+                    keys::USERNS,
+                    format!(
+                        "namespaces {} and {} belong to different user namespaces: a container can only join namespaces of one",
+                        first.display(),
+                        p.display()
+                    ),
+                ))
+            }
+            Some(_) => {}
+            None => found = Some((p, o)),
+        }
+    }
+    match found {
+        None => Ok(None),
+        Some((_, o)) if o.path.is_some() => Ok(Some(o)),
+        Some((p, _)) => Err(refuse(
+            keys::USERNS,
+            format!(
+                "namespace {} belongs to a user namespace rloxsc cannot name by path: give the container that user namespace (linux.namespaces, type user, path)",
+                p.display()
+            ),
+        )),
+    }
+}
+
+/// Step 1b: the user namespace. Every container's root is an unprivileged host uid: without a user
+/// namespace of the caller's, the container gets one mapping its ids onto the block rloxsc allocated
+/// (`facts.userns_base`); a caller's own mapping is kept if it maps nothing onto host id 0 and
+/// nothing onto another container's block. No policy can give a container host root.
+pub fn harden_user_namespace(
+    spec: &mut Spec,
+    facts: &HostFacts,
+    changes: &mut Changes,
+) -> Result<(), Refusal> {
+    let own = brings_own_user_namespace(spec);
+    if let Some(owner) = user_namespace_to_join(spec, facts)? {
+        let path = owner
+            .path
+            .clone()
+            .expect("user_namespace_to_join names a path");
+        let linux = spec.linux_mut().get_or_insert_with(Default::default);
+        let nss = linux.namespaces_mut().get_or_insert_with(Vec::new);
+        nss.retain(|n| n.typ() != LinuxNamespaceType::User);
+        let mut ns = new_namespace(LinuxNamespaceType::User);
+        ns.set_path(Some(path.clone()));
+        nss.insert(0, ns);
+        changes.push(
+            keys::USERNS,
+            format!(
+                "user namespace: joins {} (it owns the namespaces the container joins, as a pod's containers share the sandbox's)",
+                path.display()
+            ),
+        );
+        return Ok(());
+    }
+    let linux = spec.linux_mut().get_or_insert_with(Default::default);
+    if own {
+        for (what, maps) in [("uid", linux.uid_mappings()), ("gid", linux.gid_mappings())] {
+            for m in maps.iter().flatten() {
+                let (first, len) = (m.host_id() as u64, m.size() as u64);
+                if len == 0 {
+                    continue;
+                }
+                if first == 0 {
+                    return Err(refuse(
+                        keys::USERNS,
+                        format!("the {what} mapping {} {} {} maps onto host id 0: a container's root is never host root", m.container_id(), m.host_id(), m.size()),
+                    ));
+                }
+                if let Some((b, _)) = facts
+                    .userns_taken
+                    .iter()
+                    .find(|(b, l)| first < b + l && *b < first + len)
+                {
+                    return Err(refuse(
+                        keys::USERNS,
+                        format!("the {what} mapping {} {} {} overlaps host ids {b}.. that another container holds", m.container_id(), m.host_id(), m.size()),
+                    ));
+                }
+            }
+        }
+        return Ok(());
+    }
+    let Some(base) = facts.userns_base else {
+        return Err(refuse(
+            keys::USERNS,
+            "no user-namespace block was allocated for the container",
+        ));
+    };
+    let map = vec![block_mapping(base)];
+    linux.set_uid_mappings(Some(map.clone()));
+    linux.set_gid_mappings(Some(map));
+    changes.push(
+        keys::USERNS,
+        format!(
+            "user namespace: container ids 0..{} are host ids {base}..{} (the container's root is host uid {base})",
+            crate::userns::BLOCK,
+            base as u64 + crate::userns::BLOCK as u64
+        ),
+    );
+    Ok(())
+}
+
 fn new_namespace(typ: LinuxNamespaceType) -> LinuxNamespace {
     let mut ns = LinuxNamespace::default();
     ns.set_typ(typ);
@@ -128,7 +294,58 @@ mod tests {
         for want in required_namespaces(&facts()) {
             assert!(t.contains(&want), "{want:?} missing from {t:?}");
         }
-        assert_eq!(c.0.len(), 4, "network, ipc, uts, cgroup added: {:?}", c.0);
+        assert_eq!(
+            c.0.len(),
+            5,
+            "user, network, ipc, uts, cgroup added: {:?}",
+            c.0
+        );
+    }
+
+    #[test]
+    fn every_container_gets_a_block_of_its_own_and_never_host_root() {
+        let mut s = careless_spec();
+        let mut c = Changes::default();
+        harden_namespaces(&mut s, &Policy::default(), &facts(), &mut c).unwrap();
+        harden_user_namespace(&mut s, &facts(), &mut c).unwrap();
+        let l = s.linux().as_ref().unwrap();
+        assert_eq!(
+            l.uid_mappings().as_ref().unwrap(),
+            &vec![block_mapping(1 << 30)]
+        );
+        assert_eq!(
+            l.gid_mappings().as_ref().unwrap(),
+            &vec![block_mapping(1 << 30)]
+        );
+        // a caller's own mapping is kept unless it maps host id 0 or another container's ids
+        let with = |host: u32| {
+            let mut s = careless_spec();
+            let m = vec![oci_spec::runtime::LinuxIdMappingBuilder::default()
+                .container_id(0u32)
+                .host_id(host)
+                .size(65536u32)
+                .build()
+                .unwrap()];
+            let l = s.linux_mut().as_mut().unwrap();
+            l.set_uid_mappings(Some(m.clone()));
+            l.set_gid_mappings(Some(m));
+            s
+        };
+        let mut f = facts();
+        f.userns_base = None;
+        f.userns_taken = vec![(2 << 30, 65536)];
+        let mut ok = with(100000);
+        harden_user_namespace(&mut ok, &f, &mut Changes::default()).unwrap();
+        let r = harden_user_namespace(&mut with(0), &f, &mut Changes::default()).unwrap_err();
+        assert!(
+            r.reason.contains("host id 0") && r.key == keys::USERNS,
+            "{r}"
+        );
+        let r = harden_user_namespace(&mut with(2 << 30), &f, &mut Changes::default()).unwrap_err();
+        assert!(r.reason.contains("another container"), "{r}");
+        // no block and no mapping of the caller's: refused, never run as host root
+        let mut bare = careless_spec();
+        assert!(harden_user_namespace(&mut bare, &f, &mut Changes::default()).is_err());
     }
 
     #[test]

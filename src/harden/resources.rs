@@ -240,6 +240,70 @@ pub fn harden_sysctls(spec: &mut Spec, changes: &mut Changes) {
             );
         }
     }
+    clamp_ping_group_range(spec, changes);
+}
+
+/// `net.ipv4.ping_group_range` names gids of the user namespace that writes it: in the container's
+/// new network namespace that is the container's, where a range beyond its mapped gids (Docker and
+/// containerd ask for `0 2147483647`, "every group") is invalid. Clamped to the gids the container
+/// has. (In a network namespace the container joins, rloxsc writes the spec's network sysctls from
+/// outside, as given.)
+fn clamp_ping_group_range(spec: &mut Spec, changes: &mut Changes) {
+    const KEY: &str = "net.ipv4.ping_group_range";
+    let Some(linux) = spec.linux_mut() else {
+        return;
+    };
+    let joined_net =
+        linux.namespaces().iter().flatten().any(|n| {
+            n.typ() == oci_spec::runtime::LinuxNamespaceType::Network && n.path().is_some()
+        });
+    if joined_net {
+        return;
+    }
+    // the gids inside: the spec's mapping, or a joined user namespace's block (65536 ids)
+    let (lo, hi) = linux
+        .gid_mappings()
+        .as_ref()
+        .filter(|m| !m.is_empty())
+        .map(|m| {
+            let lo = m.iter().map(|x| x.container_id() as u64).min().unwrap_or(0);
+            let hi = m
+                .iter()
+                .map(|x| x.container_id() as u64 + (x.size() as u64).saturating_sub(1))
+                .max()
+                .unwrap_or(0);
+            (lo, hi)
+        })
+        .unwrap_or((0, crate::userns::BLOCK as u64 - 1));
+    let Some(sysctl) = linux.sysctl_mut().as_mut() else {
+        return;
+    };
+    let Some(v) = sysctl.get(KEY).cloned() else {
+        return;
+    };
+    let parsed: Vec<u64> = v
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let [a, b] = parsed[..] else { return };
+    let (na, nb) = (a.max(lo), b.min(hi));
+    if (na, nb) == (a, b) {
+        return;
+    }
+    if na > nb {
+        sysctl.remove(KEY);
+        changes.push(
+            keys::SYSCTL,
+            format!("dropped {KEY}={v}: none of those groups exist in the container"),
+        );
+        return;
+    }
+    let clamped = format!("{na} {nb}");
+    changes.push(
+        keys::SYSCTL,
+        format!("{KEY}={v} clamped to {clamped}, the container's groups"),
+    );
+    sysctl.insert(KEY.to_string(), clamped);
 }
 
 /// Reads the memory limit of a hardened spec (for verification and records).

@@ -1,7 +1,10 @@
 # shellcheck shell=bash
-# tests/clients/cri.sh - Kubernetes' path: containerd 1.6's CRI plugin with the RuntimeClass handler
-# `rloxsc` (contrib/containerd/config.toml: the runc v2 shim with options.BinaryName = rloxsc), driven
-# over gRPC by cri_client.py (the CRI v1 RuntimeService calls kubelet makes; no crictl in Debian 12).
+# tests/clients/cri.sh - Kubernetes' path: containerd's CRI plugin with the RuntimeClass handler
+# `rloxsc` (the runc v2 shim with options.BinaryName = rloxsc), driven over gRPC by cri_client.py (the
+# CRI v1 RuntimeService calls kubelet makes; no crictl in Debian 12). The same scenarios run against
+# two containerds: client `cri` is Debian 12's containerd 1.6 (contrib/containerd/config.toml), client
+# `cri2` is containerd 2.x from Debian sid unpacked privately (contrib/containerd/config-v3.toml;
+# tests/clients/containerd2.sh). rx_cri_select "$RX_CLIENT" below points the CRI_* variables at one.
 #
 # The suite's own containerd serves the CRI ($CRI_SOCK; rx_ensure_containerd_cri in lib.sh): CNI with
 # only the loopback plugin (pods' netns hold only lo), sandbox image = the bundle rootfs running
@@ -12,7 +15,13 @@
 # of the init seen from the host): containerd can fall back to plain runc (contrib/README.md).
 #
 # lifecycle-* scenarios are one pod's life, in order, each step one CRI call; they share the pod and
-# container ids through $W/cri/lifecycle.env (select them together with RLOXSC_ONLY).
+# container ids through $CRI_WORK/lifecycle.env (select them together with RLOXSC_ONLY).
+#
+# The compatibility scenarios (volume-* ... nginx-image, at the end of the list) check what Kubernetes
+# pods commonly ask for and runc gives. When one fails, its reason starts with REFUSED by rloxsc
+# (rloxsc's error names a policy key), REFUSED by containerd (the handler's features lack something)
+# or BUG (anything else). With RLOXSC_CRI2_HANDLER=runc, `cri2` runs the scenarios that assert no
+# rloxsc hardening ($CRI_RUNTIME_NEUTRAL) through the handler runc: the baseline.
 
 CRI_SCENARIOS="
 contrib-cri-config k_contrib
@@ -49,12 +58,30 @@ hostile-bind-runtime-state k_hostile_bind_state
 escape-demo k_escape_demo
 escape-demo-careless k_escape_demo_careless
 leaks-10-pods k_leaks
+volume-under-tmp k_vol_tmp_sub
+volume-at-tmp k_vol_tmp
+propagation-host-to-container k_prop_h2c
+runtime-features k_features
+mount-recursive-read-only k_rro
+userns-pod k_userns
+nginx-image k_nginx
 "
+# the scenarios that hold for any runc-compatible runtime (no rloxsc hardening asserted)
+CRI_RUNTIME_NEUTRAL="exit-code-and-logs pod-shared-network pod-shared-pid oom volume-under-tmp volume-at-tmp
+propagation-host-to-container runtime-features mount-recursive-read-only userns-pod nginx-image"
+
+rx_cri_select "$RX_CLIENT"
+if [ "$CRI_HANDLER" = rloxsc ]; then
+    CRI2_SCENARIOS=$CRI_SCENARIOS
+else
+    CRI2_SCENARIOS=$(while read -r n f; do
+        [ -z "$n" ] || [[ " $(echo $CRI_RUNTIME_NEUTRAL) " != *" $n "* ]] || echo "$n $f"; done <<<"$CRI_SCENARIOS")
+fi
 
 CRI=("$CRI_VENV/bin/python" "$RX_DIR/cri_client.py" --socket "$CRI_SOCK")
 cri() { "${CRI[@]}" "$@"; }
 CRI_BUNDLES=$CRI_STATE/io.containerd.runtime.v2.task/$CRI_NS
-CRI_LC=$W/cri/lifecycle.env
+CRI_LC=$CRI_WORK/lifecycle.env
 
 # ---------------------------------------------------------------------------------------------------
 # helpers
@@ -63,7 +90,7 @@ CRI_LC=$W/cri/lifecycle.env
 # and uts namespaces, pid per container), deep-merged with the given linux.security_context; prints
 # its path. The uid is unique per call: containerd keeps a failed pod's name reserved.
 k_pod_config() {
-    local name=$1 sec=${2:-} dir="$W/cri/pods/$1-$$"
+    local name=$1 sec=${2:-} dir="$CRI_WORK/pods/$1-$$"
     [ -n "$sec" ] || sec='{}'
     mkdir -p "$dir"
     jq -n --arg n "$NAME_PREFIX-$name" --arg uid "$name-$$-$RANDOM" --arg logdir "$dir" \
@@ -95,7 +122,7 @@ k_sh() { jq -nc --arg c "$1" '["sh", "-c", $c]'; }   # CMD-JSON running a shell 
 # rloxsc; sets POD, POD_CFG; the pod is removed at exit
 k_runp() {
     POD_CFG=$(k_pod_config "$@")
-    ok cri runp "$POD_CFG" rloxsc
+    ok cri runp "$POD_CFG" "$CRI_HANDLER"
     POD=$OUT
     on_exit k_pod_remove "$POD"
     k_assert_rloxsc "$POD" "$(k_pod_pid "$POD")"
@@ -121,9 +148,14 @@ k_ctr_is() { [ "$(k_ctr_state "$1")" = "$2" ]; }
 # k_log_text FILE: a CRI log file's payload ("<time> <stream> <F|P> <text>" -> "<stream> <text>")
 k_log_text() { sed -E 's/^[^ ]+ (stdout|stderr) [FP] ?/\1 /' "$1" 2>/dev/null; }
 
-# k_assert_rloxsc ID: pod sandbox or container ID was created by rloxsc, not by another runtime
+# k_assert_rloxsc ID PID: pod sandbox or container ID was created by rloxsc, not by another runtime
+# (with RLOXSC_CRI2_HANDLER=runc: by the handler's runc)
 k_assert_rloxsc() {
     local id=$1 pid=$2 opts st
+    if [ "$CRI_HANDLER" != rloxsc ]; then
+        assert_eq "the shim's options.json binary_name for $id" "$CRI2_RUNC" "$(jq -r '.binary_name // empty' "$CRI_BUNDLES/$id/options.json" 2>/dev/null || true)"
+        return 0
+    fi
     "$RLOXSC" --root "$CRI_RUNC_ROOT" list -q | grep -x "$id" >/dev/null \
         || fail "rloxsc --root $CRI_RUNC_ROOT list does not show $id: containerd ran another runtime (options: $(cat "$CRI_BUNDLES/$id/options.json" 2>/dev/null))"
     opts=$(jq -r '.binary_name // empty' "$CRI_BUNDLES/$id/options.json" 2>/dev/null || true)
@@ -173,7 +205,8 @@ k_lc_need_ctr() { k_lc_load; [ -n "${CID:-}" ] || fail "no container: lifecycle-
 # configuration
 
 k_contrib() {
-    # the running containerd took contrib/containerd/config.toml's handler and CRI settings
+    # the running containerd took contrib/containerd/config.toml's (1.6) or config-v3.toml's (2.x)
+    # handler and CRI settings
     ok cri status
     local st=$OUT
     assert_eq "RuntimeReady" true "$(jq -r '.status.conditions[] | select(.type == "RuntimeReady") | .status' <<<"$st")"
@@ -181,9 +214,15 @@ k_contrib() {
     assert_eq "handler rloxsc: runtime type" io.containerd.runc.v2 "$(jq -r '.info.config.containerd.runtimes.rloxsc.runtimeType' <<<"$st")"
     assert_eq "handler rloxsc: options.BinaryName" "$RLOXSC" "$(jq -r '.info.config.containerd.runtimes.rloxsc.options.BinaryName' <<<"$st")"
     assert_eq "restrict_oom_score_adj" true "$(jq -r '.info.config.restrictOOMScoreAdj' <<<"$st")"
-    assert_eq "sandbox image" "$IMG_CRI_PAUSE" "$(jq -r '.info.config.sandboxImage' <<<"$st")"
+    if [ "$CRI_CONTAINERD_MAJOR" = 1 ]; then
+        assert_eq "sandbox image" "$IMG_CRI_PAUSE" "$(jq -r '.info.config.sandboxImage' <<<"$st")"
+    else
+        # (2.x: the images plugin's pinned sandbox image is not in the CRI status)
+        assert_eq "the test's default handler (runc, not on containerd's PATH)" rxci-default "$(jq -r '.info.config.containerd.defaultRuntimeName' <<<"$st")"
+    fi
     ok cri version
     assert_eq "CRI API version" v1 "$(jq -r .runtime_api_version <<<"$OUT")"
+    assert_match "containerd version" "^$CRI_CONTAINERD_MAJOR\\." "$(jq -r .runtime_version <<<"$OUT")"
     # contrib/kubernetes/runtimeclass.yaml: RuntimeClass rloxsc with handler rloxsc, pods naming it
     ok python3 -c '
 import sys, yaml
@@ -200,7 +239,7 @@ print("runtimeclass.yaml ok")' "$RX_REPO/contrib/kubernetes/runtimeclass.yaml"
 # with the suite's image instead of busybox from a registry
 k_contrib_pod() {
     k_runp example
-    local cfg="$W/cri/example.ctr.json" st log
+    local cfg="$CRI_WORK/example.ctr.json" st log
     python3 - "$RX_REPO/contrib/kubernetes/runtimeclass.yaml" "$IMG_CRI" "$POD_CFG" >"$cfg" <<'PY' || fail "cannot translate the example Pod"
 import json, re, sys, yaml
 pod = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "Pod"][0]
@@ -251,15 +290,15 @@ PY
 
 k_lc_runp() {
     rm -f "$CRI_LC"
-    rx_leak_snapshot cri | sort >"$W/leak-before.cri-lifecycle"
+    rx_leak_snapshot cri | sort >"$CRI_WORK/leak-before.lifecycle"
     POD_CFG=$(k_pod_config lifecycle)
-    ok cri runp "$POD_CFG" rloxsc
+    ok cri runp "$POD_CFG" "$CRI_HANDLER"
     POD=$OUT
     printf 'POD=%q\nPOD_CFG=%q\n' "$POD" "$POD_CFG" >"$CRI_LC"
     ok cri inspectp "$POD"
     local st=$OUT pid netns
     assert_eq "PodSandboxStatus state" SANDBOX_READY "$(jq -r .status.state <<<"$st")"
-    assert_eq "runtime handler" rloxsc "$(jq -r .info.info.runtimeHandler <<<"$st")"
+    assert_eq "runtime handler" "$CRI_HANDLER" "$(jq -r '.info.info.runtimeHandler // .status.runtime_handler' <<<"$st")"
     pid=$(jq -r .info.info.pid <<<"$st")
     k_assert_rloxsc "$POD" "$pid"
     # the sandbox joined containerd's pinned netns (by path); CNI left only lo in it
@@ -350,16 +389,16 @@ k_cg() { cat "/sys/fs/cgroup/$1/$CRI_CGROUP_PARENT/$CID/$2"; }
 k_lc_update() {
     k_lc_need_ctr
     assert_eq "pids.max before (rloxsc's default)" 512 "$(k_cg pids pids.max)"
-    echo '{"memory_limit_in_bytes": 67108864, "cpu_period": 100000, "cpu_quota": 50000, "cpu_shares": 512}' >"$W/cri/upd1.json"
-    ok cri update "$CID" "$W/cri/upd1.json"
+    echo '{"memory_limit_in_bytes": 67108864, "cpu_period": 100000, "cpu_quota": 50000, "cpu_shares": 512}' >"$CRI_WORK/upd1.json"
+    ok cri update "$CID" "$CRI_WORK/upd1.json"
     assert_eq "memory.limit_in_bytes" 67108864 "$(k_cg memory memory.limit_in_bytes)"
     assert_eq "memory.memsw.limit_in_bytes (swap never above memory)" 67108864 "$(k_cg memory memory.memsw.limit_in_bytes)"
     assert_eq "cpu.cfs_quota_us" 50000 "$(k_cg cpu cpu.cfs_quota_us)"
     assert_eq "cpu.shares" 512 "$(k_cg cpu cpu.shares)"
     assert_eq "pids.max kept" 512 "$(k_cg pids pids.max)"
     # above rloxsc's ceiling (16 GiB): clamped, never applied
-    echo '{"memory_limit_in_bytes": 68719476736}' >"$W/cri/upd2.json"
-    ok cri update "$CID" "$W/cri/upd2.json"
+    echo '{"memory_limit_in_bytes": 68719476736}' >"$CRI_WORK/upd2.json"
+    ok cri update "$CID" "$CRI_WORK/upd2.json"
     assert_eq "memory.limit_in_bytes (64 GiB asked)" "$RX_MEMORY_CEILING" "$(k_cg memory memory.limit_in_bytes)"
     assert_le "memory.memsw.limit_in_bytes" "$RX_MEMORY_CEILING" "$(k_cg memory memory.memsw.limit_in_bytes)"
     grep -q 'update: memory limit 68719476736 -> 17179869184 (ceiling) (policy key limits.memory)' "$CRI_BUNDLES/$CID/log.json" \
@@ -367,8 +406,8 @@ k_lc_update() {
     # pids: the CRI has no pids field; cgroup v2 keys reach the runtime through `unified`. rloxsc never
     # lifts pids.max (here: "max" and a value above its 4096 ceiling, on cgroup v1)
     for v in max 100000; do
-        jq -n --arg v "$v" '{memory_limit_in_bytes: 134217728, unified: {"pids.max": $v}}' >"$W/cri/upd3.json"
-        run_cap cri update "$CID" "$W/cri/upd3.json"
+        jq -n --arg v "$v" '{memory_limit_in_bytes: 134217728, unified: {"pids.max": $v}}' >"$CRI_WORK/upd3.json"
+        run_cap cri update "$CID" "$CRI_WORK/upd3.json"
         assert_le "pids.max after unified pids.max=$v (RC $RC)" "$RX_PIDS_CEILING" "$(k_cg pids pids.max)"
         assert_eq "pids.max after unified pids.max=$v" 512 "$(k_cg pids pids.max)"
     done
@@ -417,7 +456,7 @@ k_lc_rmp() {
     ok cri pods
     ! jq -r '.items[]?.id' <<<"$OUT" | grep -x "$POD" >/dev/null || fail "ListPodSandbox still lists $POD"
     rm -f "$CRI_LC"
-    assert_no_leaks cri "$W/leak-before.cri-lifecycle"
+    assert_no_leaks cri "$CRI_WORK/leak-before.lifecycle"
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -471,8 +510,8 @@ k_shared_pid() {
     # kill init's children" and waits 2 s for the container's stdout to close)
     ok cri stop "$a" 10
     k_assert_gone "$a"
-    ! grep -F "$a" "$W/containerd-cri.log" | grep "failed to kill init's children" >/dev/null \
-        || fail "containerd: $(grep "$a" "$W/containerd-cri.log" | grep "failed to kill init's children" | tail -n 1 | cut -c1-300)"
+    ! grep -F "$a" "$W/$CRI_DAEMON.log" | grep "failed to kill init's children" >/dev/null \
+        || fail "containerd: $(grep "$a" "$W/$CRI_DAEMON.log" | grep "failed to kill init's children" | tail -n 1 | cut -c1-300)"
     ok cri exec "$CID" ps -o pid,args
     [ "$(printf '%s\n' "$OUT" | grep -c 'sleep 1000$')" = 1 ] || fail "the stopped container's processes are left: $OUT"
 }
@@ -504,7 +543,7 @@ k_default_handler() {
 k_hostile() {
     local name=$1 expect=$2 cfg pid
     POD_CFG=$(k_pod_config "$name" "$3")
-    run_cap cri runp "$POD_CFG" rloxsc
+    run_cap cri runp "$POD_CFG" "$CRI_HANDLER"
     if [ "$RC" != 0 ]; then
         [ "$expect" = refused ] || fail "RunPodSandbox failed: $(rx_last_line "$ERR")"
         k_refused "RunPodSandbox"; return 0
@@ -610,11 +649,11 @@ k_escape_demo_careless() {
 
 k_leaks() {
     local i pod cfg cid
-    rx_leak_snapshot cri | sort >"$W/leak-before.cri"
-    cat "$W/leak-before.cri" >&2
+    rx_leak_snapshot cri | sort >"$CRI_WORK/leak-before"
+    cat "$CRI_WORK/leak-before" >&2
     for i in $(seq 10); do
         cfg=$(k_pod_config "leak$i")
-        ok cri runp "$cfg" rloxsc
+        ok cri runp "$cfg" "$CRI_HANDLER"
         pod=$OUT
         ok cri create "$pod" "$(k_ctr_config app "$cfg" "$(k_sh "$RX_LONG")")" "$cfg"
         cid=$OUT
@@ -627,5 +666,270 @@ k_leaks() {
         ok cri stopp "$pod"
         ok cri rmp "$pod"
     done
-    assert_no_leaks cri "$W/leak-before.cri"
+    assert_no_leaks cri "$CRI_WORK/leak-before"
+}
+
+# ---------------------------------------------------------------------------------------------------
+# compatibility: what common pods ask for and runc gives (containerd 2.x asks more of the runtime than
+# 1.6). A failure's reason says who stopped it: "REFUSED by rloxsc" (its error names a policy key),
+# "REFUSED by containerd" (the handler's features lack it) or "BUG" (anything else).
+
+# k_why TEXT: who stopped the request whose error is TEXT
+k_why() {
+    if rx_refused_by_rloxsc "$1"; then
+        printf 'REFUSED by rloxsc (%s)' "$(grep -o 'policy key [A-Za-z0-9_.-]*' <<<"$1" | head -n 1)"
+    elif grep -Eqi 'not supported|does not support|unsupported' <<<"$1"; then
+        printf "REFUSED by containerd (not in the handler's features)"
+    else
+        printf 'BUG (the error names no policy key)'
+    fi
+}
+# k_short TEXT: a CRI error without containerd's wrapping (from the runtime's own message on)
+k_short() {
+    printf '%s\n' "$1" | sed '/^[[:space:]]*$/d' | tail -n 1 | sed -E 's/^rpc error: code = [A-Za-z]+ desc = //;
+        s/.*OCI runtime create failed: //; s/.*failed to generate spec: //; s/failed to create container: exec process failed with error error in executing process : //' | cut -c1-600
+}
+# k_step WHAT CMD...: run CMD (captured); if it fails, the scenario fails with k_why's verdict
+k_step() {
+    local what=$1; shift
+    run_cap "$@"
+    [ "$RC" = 0 ] || fail "$(k_why "$ERR$OUT"): $what: $(k_short "$ERR$OUT")"
+}
+# k_step_runp NAME [SECURITY-CONTEXT-JSON]: as k_runp, the failure classified
+k_step_runp() {
+    POD_CFG=$(k_pod_config "$@")
+    k_step RunPodSandbox cri runp "$POD_CFG" "$CRI_HANDLER"
+    POD=$OUT
+    on_exit k_pod_remove "$POD"
+    k_assert_rloxsc "$POD" "$(k_pod_pid "$POD")"
+}
+# k_step_run NAME CMD-JSON [EXTRA-JSON]: as k_run, the failures classified; sets CID. The spec
+# containerd made at CreateContainer is logged through the jq filter $K_SPEC (if set).
+# K_NO_ASSERT=1: the caller checks the container itself (it may have exited already)
+k_step_run() {
+    local cfg
+    cfg=$(k_ctr_config "$1" "$POD_CFG" "$2" "${3:-}")
+    k_step CreateContainer cri create "$POD" "$cfg" "$POD_CFG"
+    CID=$OUT
+    [ -z "${K_SPEC:-}" ] || k_spec_note "$CID" ".info.info.runtimeSpec | $K_SPEC"
+    k_step StartContainer cri start "$CID"
+    [ "${K_NO_ASSERT:-0}" = 1 ] || k_assert_rloxsc "$CID" "$(k_ctr_pid "$CID")"
+}
+# k_diag_spec POD-CONFIG JQ-FILTER: (containerd 2.x) the spec containerd sends for that pod's sandbox,
+# seen by running it once more through the argv-recording handler (whose wrapper keeps each bundle's
+# config.json); for the log, when the pod failed under rloxsc before any spec could be inspected
+k_diag_spec() {
+    [ "$CRI_CONTAINERD_MAJOR" = 2 ] || return 0
+    local id f
+    run_cap cri runp "$1" rxci-argv
+    [ "$RC" != 0 ] || on_exit k_pod_remove "$OUT"
+    f=$(ls -t "$CRI_WORK"/specs/*.json 2>/dev/null | head -n 1 || true)
+    [ -n "$f" ] || { rx_note "(no spec captured by the argv-recording handler)"; return 0; }
+    rx_note "spec of the sandbox sent by containerd 2.x (via handler rxci-argv): $(jq -c "$2" "$f" | head -c 2000)"
+}
+# k_spec_note ID JQ-ARGS...: what containerd put in the OCI spec of ID (a filter on .runtimeSpec), logged
+k_spec_note() {
+    local id=$1; shift
+    rx_note "spec of $id sent by containerd $CRI_CONTAINERD_MAJOR.x: $(k_ctr_json "$id" | jq -c "$@" 2>/dev/null | head -c 2000)"
+}
+
+# a hostPath volume at DEST (/tmp/x, /tmp): the host's files are there inside, and what the container
+# writes there reaches the host (rloxsc's /tmp scratch tmpfs must not hide a volume under /tmp)
+k_vol_check() {
+    local name=$1 dst=$2 src
+    src=$CRI_WORK/vols/$name-$$
+    mkdir -p "$src"
+    echo rxci-volume-content >"$src/f"
+    k_step_runp "$name"
+    K_SPEC='.mounts | map(select(.destination | startswith("/tmp")))' \
+        k_step_run app "$(k_sh "$RX_LONG")" "$(jq -nc --arg s "$src" --arg d "$dst" '{mounts: [{host_path: $s, container_path: $d}]}')"
+    run_cap cri exec "$CID" sh -c "cat $dst/f; echo written-inside >$dst/g; awk '\$5 ~ \"^/tmp\" { for (i = 7; \$i != \"-\"; i++); print \"mnt\", \$5, \$(i + 1), \$4 }' /proc/self/mountinfo"
+    [ "$(printf '%s\n' "$OUT" | head -n 1)" = rxci-volume-content ] \
+        || fail "BUG: the hostPath volume at $dst is hidden inside the container (mounts there: $(grep '^mnt ' <<<"$OUT" | tr '\n' ';'))"
+    assert_eq "written at $dst inside, read on the host" written-inside "$(cat "$src/g" 2>/dev/null)"
+}
+k_vol_tmp_sub() { k_vol_check vol-tmp-x /tmp/x; }
+k_vol_tmp()     { k_vol_check vol-tmp /tmp; }
+
+# mountPropagation: HostToContainer. containerd wants the host path on a shared (or slave) mount,
+# makes the mount rslave and the spec's rootfsPropagation rslave; a mount made on the host under the
+# volume after the start must appear inside
+k_prop_h2c() {
+    local src=$CRI_WORK/prop-$$
+    mkdir -p "$src"
+    mount --bind "$src" "$src"
+    on_exit umount -l "$src"
+    mount --make-shared "$src"
+    echo before >"$src/f"
+    k_step_runp prop
+    K_SPEC='{rootfsPropagation: .linux.rootfsPropagation, mount: (.mounts | map(select(.destination == "/prop")))}' \
+        k_step_run app "$(k_sh "$RX_LONG")" \
+        "$(jq -nc --arg s "$src" '{mounts: [{host_path: $s, container_path: "/prop", propagation: "PROPAGATION_HOST_TO_CONTAINER"}]}')"
+    ok cri exec "$CID" cat /prop/f
+    assert_eq "the volume's file inside" before "$OUT"
+    mkdir -p "$src/late"
+    mount -t tmpfs -o size=1m rxci-late "$src/late"
+    on_exit umount -l "$src/late"
+    echo late >"$src/late/f"
+    wait_for 5 cri exec "$CID" grep -qx late /prop/late/f \
+        || fail "BUG: a mount made on the host after the start did not reach the container (HostToContainer): $(cri exec "$CID" sh -c 'grep " /prop" /proc/self/mountinfo' 2>&1 | tr '\n' ';')"
+}
+
+# containerd 2.x asks each handler's runtime for its features (the runc shim runs `<runtime> features`)
+# and reports per handler whether recursive read-only mounts and user namespaces work (CRI Status,
+# runtime_handlers: what kubelet reads for recursiveReadOnly volumes and hostUsers: false). 1.6 asks nothing.
+k_features() {
+    local st h rro userns want_rro want_userns f
+    ok cri status
+    st=$OUT
+    rx_note "runtime_handlers: $(jq -c .runtime_handlers <<<"$st")"
+    if [ "$CRI_CONTAINERD_MAJOR" = 1 ]; then
+        assert_eq "runtime handlers with features (containerd 1.6 does not ask the runtime)" 0 \
+            "$(jq '[.runtime_handlers[]? | select(.features)] | length' <<<"$st")"
+        return 0
+    fi
+    h=$(jq -c --arg h "$CRI_HANDLER" '.runtime_handlers[] | select(.name == $h)' <<<"$st")
+    [ -n "$h" ] || fail "no runtime handler $CRI_HANDLER in the CRI status"
+    jq -e .features <<<"$h" >/dev/null || fail "BUG: containerd could not read the features of handler $CRI_HANDLER (its log: $(grep -i 'introspect' "$W/$CRI_DAEMON.log" | tail -n 1 | cut -c1-300))"
+    rro=$(jq -r '.features.recursive_read_only_mounts' <<<"$h"); userns=$(jq -r '.features.user_namespaces' <<<"$h")
+    if [ "$CRI_HANDLER" = rloxsc ]; then
+        # containerd ran `rloxsc features` (the argv-recording handler, same binary, shows the call)
+        grep -qx features "$CRI_WORK/argv.log" || fail "containerd did not call '<runtime> features' ($CRI_WORK/argv.log: $(head -c 300 "$CRI_WORK/argv.log" 2>/dev/null))"
+        ok "$RLOXSC" features
+        f=$OUT
+        want_rro=$(jq -r '.mountOptions // [] | index("rro") != null' <<<"$f")
+        want_userns=$(jq -r '(.linux.namespaces // [] | index("user") != null) and (.linux.mountExtensions.idmap.enabled == true)' <<<"$f")
+        assert_eq "recursive_read_only_mounts reported = rro in rloxsc's mountOptions" "$want_rro" "$rro"
+        assert_eq "user_namespaces reported = user namespace + idmap in rloxsc's features" "$want_userns" "$userns"
+        # every argv of one pod's life under rloxsc, through the argv-recording handler (for the log)
+        k_argv_pod
+    fi
+    [ "$rro" = true ] || fail "REFUSED by containerd (not in the handler's features): handler $CRI_HANDLER: recursive_read_only_mounts=false ('rro' not in '$CRI_HANDLER features' mountOptions); user_namespaces=$userns"
+    [ "$userns" = true ] || fail "REFUSED by containerd (not in the handler's features): handler $CRI_HANDLER: user_namespaces=false (features need namespace user and linux.mountExtensions.idmap.enabled); recursive_read_only_mounts=$rro"
+}
+# k_argv_pod: one pod's life through the handler rxci-argv (rloxsc behind a wrapper recording argv)
+k_argv_pod() {
+    local cfg pod cid
+    : >"$CRI_WORK/argv.log"
+    cfg=$(k_pod_config argv)
+    ok cri runp "$cfg" rxci-argv
+    pod=$OUT
+    on_exit k_pod_remove "$pod"
+    ok cri create "$pod" "$(k_ctr_config app "$cfg" "$(k_sh "$RX_LONG")")" "$cfg"
+    cid=$OUT
+    ok cri start "$cid"
+    ok cri exec "$cid" true
+    echo '{"memory_limit_in_bytes": 67108864}' >"$CRI_WORK/argv-upd.json"
+    ok cri update "$cid" "$CRI_WORK/argv-upd.json"
+    ok cri stop "$cid" 10
+    ok cri rm "$cid"
+    ok cri stopp "$pod"
+    ok cri rmp "$pod"
+    rx_note "argv of one pod's life (runp, create, start, exec, update, stop, rm, stopp, rmp):"
+    sed -E 's/[0-9a-f]{64}/ID/g; s#/[^ ]*/(log\.json|init\.pid|[0-9a-f]+\.pid|config\.json)#.../\1#g' "$CRI_WORK/argv.log" | sort | uniq -c | sed 's/^/  /' >&2
+}
+
+# recursiveReadOnly: Enabled (CRI Mount.recursive_read_only, with readonly): a mount below the
+# volume is read-only too (a plain read-only bind leaves submounts writable). containerd 1.6 predates
+# the field and sends a plain read-only rbind (kubelet would not ask it: it reports no handler
+# features): there the submount must not end up writable, and rloxsc refusing the mount is fine.
+k_rro() {
+    local src=$CRI_WORK/rro-$$ cfg
+    mkdir -p "$src/sub"
+    mount -t tmpfs -o size=1m rxci-rro "$src/sub"
+    on_exit umount -l "$src/sub"
+    echo top >"$src/f"; echo sub >"$src/sub/f"
+    k_step_runp rro
+    if [ "$CRI_CONTAINERD_MAJOR" = 1 ]; then
+        cfg=$(k_ctr_config app "$POD_CFG" "$(k_sh "$RX_LONG")" \
+            "$(jq -nc --arg s "$src" '{mounts: [{host_path: $s, container_path: "/rro", readonly: true, recursive_read_only: true}]}')")
+        k_step CreateContainer cri create "$POD" "$cfg" "$POD_CFG"
+        CID=$OUT
+        k_spec_note "$CID" '.info.info.runtimeSpec.mounts | map(select(.destination == "/rro"))'
+        run_cap cri start "$CID"
+        if [ "$RC" != 0 ]; then
+            rx_refused_by_rloxsc "$ERR" || fail "$(k_why "$ERR"): StartContainer: $(k_short "$ERR")"
+            rx_note "containerd 1.6 sent a plain read-only rbind; rloxsc refused the writable submount: $(rx_last_line "$ERR")"
+            return 0
+        fi
+        k_assert_rloxsc "$CID" "$(k_ctr_pid "$CID")"
+    else
+        K_SPEC='.mounts | map(select(.destination == "/rro"))' k_step_run app "$(k_sh "$RX_LONG")" \
+            "$(jq -nc --arg s "$src" '{mounts: [{host_path: $s, container_path: "/rro", readonly: true, recursive_read_only: true}]}')"
+    fi
+    ok cri exec "$CID" sh -c 'cat /rro/f /rro/sub/f; for d in /rro /rro/sub; do if touch $d/x 2>/dev/null; then echo "$d writable"; else echo "$d ro"; fi; done'
+    assert_eq "the volume's files" "top sub" "$(printf '%s\n' "$OUT" | head -n 2 | tr '\n' ' ' | sed 's/ $//')"
+    assert_eq "the volume's top (read-only)" "/rro ro" "$(printf '%s\n' "$OUT" | sed -n 3p)"
+    assert_eq "the mount below it (recursively read-only)" "/rro/sub ro" "$(printf '%s\n' "$OUT" | sed -n 4p)"
+}
+
+# hostUsers: false: the pod in a user namespace of its own (NamespaceOption.userns_options mode POD
+# with kubelet's kind of mapping: 65536 ids from a multiple of 65536); root inside is not root outside
+k_userns() {
+    local map='[{"host_id": 1310720, "container_id": 0, "length": 65536}]' pid sec
+    sec=$(jq -nc --argjson m "$map" '{namespace_options: {userns_options: {mode: "POD", uids: $m, gids: $m}}}')
+    POD_CFG=$(k_pod_config userns "$sec")
+    run_cap cri runp "$POD_CFG" "$CRI_HANDLER"
+    if [ "$RC" != 0 ]; then
+        local err="$ERR$OUT"
+        k_diag_spec "$(k_pod_config userns-diag "$sec")" \
+            '{uidMappings: .linux.uidMappings, gidMappings: .linux.gidMappings, namespaces: .linux.namespaces, mounts: [.mounts[] | select(.type == "bind") | {destination, source, options}]}'
+        # (and what the failed sandbox left behind, if anything)
+        local id left=
+        id=$(grep -o 'failed to start sandbox \\\?"[0-9a-f]\{64\}' <<<"$err" | grep -o '[0-9a-f]\{64\}' | head -n 1 || true)
+        if [ -n "$id" ] && ! wait_for 10 k_gone "$id"; then left="; left behind: $(k_left "$id" | tr '\n' ' ')"; fi
+        fail "$(k_why "$err"): RunPodSandbox: $(k_short "$err")$left"
+    fi
+    POD=$OUT
+    on_exit k_pod_remove "$POD"
+    k_assert_rloxsc "$POD" "$(k_pod_pid "$POD")"
+    K_SPEC='.linux | {uidMappings, gidMappings, namespaces}' k_step_run app "$(k_sh "$RX_LONG")"
+    if [ "$CRI_CONTAINERD_MAJOR" = 1 ]; then
+        # containerd 1.6 predates userns_options: the pod runs without a user namespace, as with runc
+        # (kubelet would not ask it: it reports no handler features); rloxsc gives the pod a user
+        # namespace of its own anyway (userns.mode), runc none
+        ok cri exec "$CID" cat /proc/self/uid_map
+        if [ "$CRI_HANDLER" = rloxsc ]; then
+            assert_match "uid_map inside (containerd 1.6 ignores userns_options; rloxsc's own block)" '^ *0 +[1-9][0-9]* +65536$' "$OUT"
+            rx_note "containerd 1.6 ignored userns_options: rloxsc's own user namespace ($(tr -s ' ' <<<"$OUT"))"
+        else
+            assert_match "uid_map inside (containerd 1.6 ignores userns_options)" '^ *0 +0 +4294967295$' "$OUT"
+            rx_note "containerd 1.6 ignored userns_options: no user namespace"
+        fi
+        return 0
+    fi
+    ok cri exec "$CID" sh -c 'cat /proc/self/uid_map; id -u; echo x >/tmp/f && cat /tmp/f'
+    assert_match "uid_map inside" '^ *0 +1310720 +65536$' "$(printf '%s\n' "$OUT" | head -n 1)"
+    assert_eq "uid inside" 0 "$(printf '%s\n' "$OUT" | sed -n 2p)"
+    assert_eq "/tmp writable inside" x "$(printf '%s\n' "$OUT" | sed -n 3p)"
+    pid=$(k_ctr_pid "$CID")
+    assert_eq "the container's uid seen from the host" 1310720 "$(awk '/^Uid:/ { print $2 }' "/proc/$pid/status")"
+    [ "$(readlink "/proc/$pid/ns/user")" != "$(readlink /proc/$$/ns/user)" ] || fail "the container is in the host's user namespace"
+    assert_eq "the sandbox's and the container's user namespace" "$(readlink "/proc/$(k_pod_pid "$POD")/ns/user")" "$(readlink "/proc/$pid/ns/user")"
+}
+
+# an nginx-style image (Debian's nginx-light, its command `nginx -g "daemon off;"`, no volumes, no
+# securityContext): it must keep running and serve on the pod's loopback; under rloxsc its system
+# files are read-only
+k_nginx() {
+    local web st log
+    cri images | jq -e --arg i "$IMG_CRI_NGINX" '[.images[].repo_tags[]] | index($i)' >/dev/null \
+        || skip "no image $IMG_CRI_NGINX in the CRI (the setup could not build it: $RX_NGINX_CACHE)"
+    k_step_runp nginx
+    K_NO_ASSERT=1 k_step_run web '[]' "$(jq -nc --arg i "$IMG_CRI_NGINX" '{image: {image: $i}}')"
+    web=$CID
+    sleep 2
+    if ! k_ctr_is "$web" CONTAINER_RUNNING; then
+        st=$(k_ctr_json "$web")
+        log=$(k_log_text "$(jq -r .status.log_path <<<"$st")" | tail -n 5 | tr '\n' ';')
+        fail "BUG: the nginx image exited ($(jq -r '.status.state + " exit " + (.status.exit_code | tostring)' <<<"$st")): $log"
+    fi
+    k_assert_rloxsc "$web" "$(k_ctr_pid "$web")"
+    k_step_run client "$(k_sh "$RX_LONG")"
+    wait_for 10 cri exec "$CID" sh -c 'wget -q -O - http://127.0.0.1/ | grep -q "Welcome to nginx"' \
+        || fail "BUG: nginx does not serve on the pod's loopback: $(cri exec "$CID" wget -q -O - http://127.0.0.1/ 2>&1 | tail -n 2 | tr '\n' ' ')"
+    ok cri exec "$web" sh -c 'for d in / /etc /usr /usr/sbin /var/www/html; do if touch $d/.rxci 2>/dev/null; then echo "$d writable"; else echo "$d ro"; fi; done'
+    if [ "$CRI_HANDLER" = rloxsc ]; then
+        assert_no_match "system files writable under rloxsc" ' writable$' "$OUT"
+    fi
 }

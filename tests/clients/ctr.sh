@@ -170,8 +170,9 @@ c_tmpfs() {
 }
 
 c_bind_mount() {
-    mkdir -p "$W/cbind"
-    ok "${CRUN[@]}" --rm --mount "type=bind,src=$W/cbind,dst=/data,options=rbind:rw" "$IMG_CTR" "$(c_id bind)" sh -c "$RX_BIND_PAYLOAD"
+    rx_bind_dirs "$W/cbind" >/dev/null
+    ok "${CRUN[@]}" --rm --mount "type=bind,src=$W/cbind-open,dst=/data,options=rbind:rw" \
+        --mount "type=bind,src=$W/cbind-root,dst=/rootowned,options=rbind:rw" "$IMG_CTR" "$(c_id bind)" sh -c "$RX_BIND_PAYLOAD"
     assert_bind_works "$W/cbind" "$OUT"
 }
 

@@ -256,8 +256,8 @@ d_cp() {
 }
 
 d_bind_mount() {
-    mkdir -p "$W/dbind"
-    ok "${DRUN[@]}" --rm --network=none -v "$W/dbind:/data" "$IMG_DOCKER" sh -c "$RX_BIND_PAYLOAD"
+    rx_bind_dirs "$W/dbind" >/dev/null
+    ok "${DRUN[@]}" --rm --network=none -v "$W/dbind-open:/data" -v "$W/dbind-root:/rootowned" "$IMG_DOCKER" sh -c "$RX_BIND_PAYLOAD"
     assert_bind_works "$W/dbind" "$OUT"
 }
 

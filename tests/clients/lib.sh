@@ -16,7 +16,7 @@
 # Variables (exported by run.sh so each scenario's bash sees them):
 #   W          work dir (/tmp/rloxsc-clients-<pid>), removed at the end
 #   RLOXSC     the installed runtime (file name must be rloxsc; default /usr/local/sbin/rloxsc)
-#   RX_CLIENT  the client whose scenarios are running (docker|podman|ctr|cri)
+#   RX_CLIENT  the client whose scenarios are running (docker|podman|ctr|cri|cri2)
 
 RX_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 RX_REPO=$(cd "$RX_DIR/../.." && pwd)
@@ -212,7 +212,7 @@ rx_install_packages() {
     rx_note "installing: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >&2 || return 1
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >"$W/apt.log" 2>&1 || { tail -n 20 "$W/apt.log" >&2; return 1; }
+    apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >"$W/apt.log" 2>&1 || { tail -n 20 "$W/apt.log" >&2; return 1; }
 }
 
 # the rloxsc binary the clients are given (the FILE NAME must be rloxsc for Podman's runtime_supports_json)
@@ -265,7 +265,7 @@ rx_ensure_containerd() {
     wait_for 20 rx_containerd_up || { tail -n 20 "$W/containerd.log" >&2; return 1; }
 }
 
-rx_cri_up() { [ -S "$CRI_SOCK" ] && ctr -a "$CRI_SOCK" version >/dev/null 2>&1; }
+rx_cri_up() { [ -S "$CRI_SOCK" ] && "${CRI_CTR:-ctr}" -a "$CRI_SOCK" version >/dev/null 2>&1; }
 
 # containerd for the CRI scenarios, started by pid as "containerd-cri": contrib/containerd/config.toml
 # (BinaryName substituted, as for ctr) plus what only the test needs: its own root/state/socket, the
@@ -277,15 +277,14 @@ rx_cri_up() { [ -S "$CRI_SOCK" ] && ctr -a "$CRI_SOCK" version >/dev/null 2>&1; 
 # "eth0" ("failed to find network info for sandbox"), and loopback's result names "lo"; the test-only
 # chained plugin `rxci-lo-result` passes loopback's result on with its addresses not tied to an
 # interface, which containerd then files under eth0 (the pod IP reads 127.0.0.1). It creates nothing.
-rx_ensure_containerd_cri() {
-    local f cfg=$W/cri/config.toml lo
+# rx_cri_cni DIR: DIR/bin (loopback and rxci-lo-result) and DIR/conf (their conflist), as described above
+rx_cri_cni() {
+    local lo
     lo=$(command -v /usr/lib/cni/loopback || true)
     [ -n "$lo" ] || { rx_note "no /usr/lib/cni/loopback (Debian package containernetworking-plugins)"; return 1; }
-    if rx_cri_up; then rx_note "a containerd already serves $CRI_SOCK: not started by this run"; return 1; fi
-    mkdir -p "$W/cri/cni/conf" "$W/cri/cni/bin" "$W/cri/root" "$W/cri/pods" "$W/containerd/path"
-    for f in /usr/bin/containerd /usr/bin/containerd-shim*; do ln -sf "$f" "$W/containerd/path/"; done
-    ln -sf "$lo" "$W/cri/cni/bin/loopback"
-    cat >"$W/cri/cni/bin/rxci-lo-result" <<'PLUGIN'
+    mkdir -p "$1/conf" "$1/bin"
+    ln -sf "$lo" "$1/bin/loopback"
+    cat >"$1/bin/rxci-lo-result" <<'PLUGIN'
 #!/bin/bash
 # test-only chained CNI plugin (tests/clients/lib.sh): on ADD, print the previous plugin's result with
 # its IPs not tied to an interface; nothing to do on DEL/CHECK. containerd gives plugins its own PATH.
@@ -298,9 +297,19 @@ case ${CNI_COMMAND:-} in
     *) echo '{"cniVersion":"1.0.0","code":4,"msg":"unsupported CNI_COMMAND"}'; exit 1 ;;
 esac
 PLUGIN
-    chmod 0755 "$W/cri/cni/bin/rxci-lo-result"
+    chmod 0755 "$1/bin/rxci-lo-result"
     echo '{"cniVersion": "1.0.0", "name": "rxci-loopback", "plugins": [{"type": "loopback"}, {"type": "rxci-lo-result"}]}' \
-        >"$W/cri/cni/conf/10-rxci-loopback.conflist"
+        >"$1/conf/10-rxci-loopback.conflist"
+}
+
+rx_ensure_containerd_cri() {
+    local f cfg=$W/cri/config.toml
+    # containerd 2.x (client cri2): tests/clients/containerd2.sh
+    [ "${CRI_INSTANCE:-cri}" != cri2 ] || { rx_ensure_containerd2; return; }
+    if rx_cri_up; then rx_note "a containerd already serves $CRI_SOCK: not started by this run"; return 1; fi
+    mkdir -p "$W/cri/root" "$W/cri/pods" "$W/containerd/path"
+    for f in /usr/bin/containerd /usr/bin/containerd-shim*; do ln -sf "$f" "$W/containerd/path/"; done
+    rx_cri_cni "$W/cri/cni" || return 1
     {
         printf '# written by tests/clients/lib.sh from contrib/containerd/config.toml\n'
         printf 'root = "%s"\nstate = "%s"\n' "$W/cri/root" "$CRI_STATE"
@@ -493,13 +502,30 @@ assert_refused() {
 
 # assert_bind_works DIR TEXT: the payload wrote "rxci-bind" into DIR/f through a bind mount, and the
 # probe printed the mount's options
+# Two host directories for a bind-mount scenario: $1-open (mode 1777: any uid may write, as Docker
+# users make a directory they hand a container to write) and $1-root (host root's, mode 0755).
+# Prints the two paths.
+rx_bind_dirs() {
+    mkdir -p "$1-open" "$1-root"
+    chmod 1777 "$1-open"
+    chmod 0755 "$1-root"
+    echo "$1-open" "$1-root"
+}
+# Checks a bind-mount scenario run with RX_BIND_PAYLOAD, $1-open at /data and $1-root at /rootowned:
+# the file written to /data is on the host, owned by the container's own host uid (a user namespace:
+# never host root), the binds are nosuid,nodev, and the root-owned directory was not writable
+# (container root is not host root: the containment, #13).
 assert_bind_works() {
-    assert_eq "file written through the bind mount, seen on the host" rxci-bind "$(cat "$1/f" 2>/dev/null)"
+    assert_eq "file written through the bind mount, seen on the host" rxci-bind "$(cat "$1-open/f" 2>/dev/null)"
+    local owner; owner=$(stat -c %u "$1-open/f" 2>/dev/null || echo missing)
+    [ "$owner" != 0 ] && [ "$owner" != missing ] || fail "the file written through the bind is owned by host uid $owner (container root is host root)"
     local opts; opts=$(printf '%s\n' "$2" | sed -n 's/^opts: //p')
     [[ ",$opts," == *,nosuid,* && ",$opts," == *,nodev,* ]] || fail "bind mount options '$opts' lack nosuid,nodev"
+    assert_match "a root-owned bind is not writable by the container's root" '^rootowned: refused$' "$2"
+    [ ! -e "$1-root/f" ] || fail "the container wrote into a directory host root owns"
 }
-# the payload for assert_bind_works (the bind is at /data)
-RX_BIND_PAYLOAD='echo rxci-bind > /data/f && echo "opts: $(awk '\''$5 == "/data" { o = $6 } END { print o }'\'' /proc/self/mountinfo)"'
+# the payload for assert_bind_works (the binds are at /data and /rootowned)
+RX_BIND_PAYLOAD='echo rxci-bind > /data/f && echo "opts: $(awk '\''$5 == "/data" { o = $6 } END { print o }'\'' /proc/self/mountinfo)"; if echo x > /rootowned/f 2>/dev/null; then echo "rootowned: written"; else echo "rootowned: refused"; fi'
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -528,7 +554,7 @@ rx_leak_snapshot() {
     echo "mounts-total $(grep -vc ' /run/rloxsc-sealed/' /proc/self/mountinfo)"
     if [ "$client" = cri ]; then
         # the CRI's mounts (rootfs, shm, pinned netns), pod netns files, CNI result cache entries
-        echo "mounts-cri $(grep -cF -e "$CRI_STATE/" -e "$W/cri/root/" -e ' /run/netns/' /proc/self/mountinfo)"
+        echo "mounts-cri $(grep -cF -e "$CRI_STATE/" -e "$CRI_WORK/root/" -e ' /run/netns/' /proc/self/mountinfo)"
         echo "netns-files $(find /run/netns -maxdepth 1 -name 'cni-*' 2>/dev/null | wc -l)"
         echo "cni-cache $(find /var/lib/cni/results -maxdepth 1 -name '*loopback-*' 2>/dev/null | wc -l)"
     fi
@@ -594,3 +620,7 @@ assert_escape_demo() {
     grep -q '^summary: ' <<<"$1" || fail "escape-demo printed no summary: $(rx_last_line "$1")"
     assert_eq "escape-demo summary" "summary: 6 contained, 0 escaped" "$(printf '%s\n' "$1" | grep '^summary: ' | tail -n 1)"
 }
+
+# containerd 2.x for the CRI scenarios (client cri2), rx_cri_select, the nginx-style image
+# shellcheck source=tests/clients/containerd2.sh
+source "$RX_DIR/containerd2.sh"

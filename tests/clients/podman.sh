@@ -254,8 +254,8 @@ p_cp() {
 }
 
 p_bind_mount() {
-    mkdir -p "$W/pbind"
-    ok "${PRUN[@]}" --rm --network=none -v "$W/pbind:/data" "$IMG_PODMAN" sh -c "$RX_BIND_PAYLOAD"
+    rx_bind_dirs "$W/pbind" >/dev/null
+    ok "${PRUN[@]}" --rm --network=none -v "$W/pbind-open:/data" -v "$W/pbind-root:/rootowned" "$IMG_PODMAN" sh -c "$RX_BIND_PAYLOAD"
     assert_bind_works "$W/pbind" "$OUT"
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/clients/run.sh [docker|podman|ctr|cri|all]... - rloxsc driven by the real clients (as root).
+# tests/clients/run.sh [docker|podman|ctr|cri|cri2|all]... - rloxsc driven by the real clients (as root).
 #
 # Installs what it needs from Debian's archive (docker.io, containerd, podman, conmon, runc, jq,
 # containernetworking-plugins, python3-venv; /usr/sbin/policy-rc.d first, so no daemon auto-starts) and,
@@ -20,6 +20,11 @@
 #   RLOXSC_ONLY=REGEX      only scenarios whose name matches (development)
 #   RLOXSC_KEEP_WORKDIR=1  keep /tmp/rloxsc-clients-<pid> (logs of every scenario) at the end
 #   RLOXSC_CRI_VENV=DIR    the CRI client's venv (default /var/tmp/rloxsc-ci-cri-venv, reused if its pins match)
+#   RLOXSC_CRI2_HANDLER=runc  cri2 (containerd 2.x) runs its runtime-neutral scenarios through the handler runc (baseline)
+#   RLOXSC_CRI2_RUNC=PATH  that handler's runc (default /usr/sbin/runc); RLOXSC_CONTAINERD2_VERSION: containerd2.sh
+#   codeeval (not in all): llm-sandbox and the docker SDK's archive pattern through Docker and Podman, rloxsc
+#                          side by side with runc (tests/clients/codeeval.sh); RLOXSC_CODEEVAL_VENV=DIR (default
+#                          /var/tmp/rloxsc-ci-codeeval-venv), RLOXSC_CODEEVAL_JOBS=N (llm-sandbox scenarios at a time, 2)
 set -uo pipefail
 
 RX_T0=$(date +%s)
@@ -28,12 +33,13 @@ export W=/tmp/rloxsc-clients-$$
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 export RX_LIB RLOXSC W
 
-usage() { echo "usage: $0 [docker|podman|ctr|cri|all]..." >&2; exit 2; }
+usage() { echo "usage: $0 [docker|podman|ctr|cri|cri2|all]..." >&2; exit 2; }
 CLIENTS=()
 for a in "${@:-all}"; do
     case $a in
-        all) CLIENTS+=(docker podman ctr cri) ;;
-        docker|podman|ctr|cri) CLIENTS+=("$a") ;;
+        all) CLIENTS+=(docker podman ctr cri cri2) ;;
+        docker|podman|ctr|cri|cri2) CLIENTS+=("$a") ;;
+        codeeval) CLIENTS+=("$a") ;;   # not in all: ~5-8 min, the first time +2-5 min to build its image (cached)
         -h|--help) usage ;;
         *) echo "unknown client: $a" >&2; usage ;;
     esac
@@ -76,13 +82,16 @@ cleanup() {
         ctr -n "$CTR_NS" content ls -q 2>/dev/null | xargs -r ctr -n "$CTR_NS" content rm >/dev/null 2>&1
         ctr namespace rm "$CTR_NS" >/dev/null 2>&1
     fi
-    # every pod of the CRI's containerd is this suite's (its own instance)
+    # every pod of the CRI's containerd is this suite's (its own instance); cri2: containerd2.sh
+    rx_cri_select cri
     if [ -x "$CRI_VENV/bin/python" ] && rx_cri_up; then
         for d in $("$CRI_VENV/bin/python" "$RX_DIR/cri_client.py" --socket "$CRI_SOCK" pods 2>/dev/null | jq -r '.items[]?.id'); do
             "$CRI_VENV/bin/python" "$RX_DIR/cri_client.py" --socket "$CRI_SOCK" stopp "$d" >/dev/null 2>&1
             "$CRI_VENV/bin/python" "$RX_DIR/cri_client.py" --socket "$CRI_SOCK" rmp "$d" >/dev/null 2>&1
         done
     fi
+    rx_cri2_cleanup_pods
+    ! declare -F ce_cleanup >/dev/null || ce_cleanup    # codeeval's containers and images (codeeval.sh)
     # daemons we started, last started first
     for d in $(tac "$W/started-daemons" 2>/dev/null); do
         echo "stopping $d (pid $(cat "$W/$d.pid" 2>/dev/null))"
@@ -92,6 +101,7 @@ cleanup() {
     for d in /sys/fs/cgroup/*/"$CRI_CGROUP_PARENT"; do
         [ ! -d "$d" ] || rmdir "$d" 2>/dev/null || echo "cgroup $d is not empty: left in place"
     done
+    rx_cri2_cleanup_dirs
     if grep -qF -e " $W/" -e " $CRI_STATE/" /proc/self/mountinfo; then
         echo "mounts left under $W or $CRI_STATE: both left in place"; RLOXSC_KEEP_WORKDIR=1
     else
@@ -123,6 +133,8 @@ for c in "${CLIENTS[@]}"; do
         podman) PKGS+=(podman conmon runc) ;;
         ctr) PKGS+=(containerd runc) ;;
         cri) PKGS+=(containerd containernetworking-plugins python3-venv) ;;
+        cri2) PKGS+=(containernetworking-plugins python3-venv runc) ;;   # containerd 2.x: containerd2.sh
+        codeeval) PKGS+=(docker.io containerd runc podman conmon python3-venv mmdebstrap iproute2) ;;
     esac
 done
 mapfile -t PKGS < <(printf '%s\n' "${PKGS[@]}" | awk '!seen[$0]++')
@@ -174,15 +186,17 @@ setup_ctr() {
         || { cat "$W/ctr-import.log"; echo "ctr image import failed"; return 1; }
 }
 
+# (setup_cri2 runs this with the CRI_* variables of containerd 2.x: rx_cri_select, containerd2.sh)
 setup_cri() {
+    [ "${1:-}" = selected ] || rx_cri_select cri
     rx_cri_venv || { echo "could not install the CRI client's venv ($CRI_VENV) from PyPI"; return 1; }
     rx_ensure_containerd_cri || { echo "containerd with the CRI plugin did not start"; return 1; }
     rx_mk_oci_archive "$ROOTFS" "$W/cri-app-oci.tar" "$IMG_CRI" || { echo "could not build the OCI archive"; return 1; }
     # the sandbox ("pause") image: the same rootfs, its command /bin/sleep (CRI runs the image's command)
     rx_mk_oci_archive "$ROOTFS" "$W/cri-pause-oci.tar" "$IMG_CRI_PAUSE" '["/bin/sleep", "1000000"]' \
         || { echo "could not build the OCI archive"; return 1; }
-    ctr -a "$CRI_SOCK" -n "$CRI_NS" image import "$W/cri-app-oci.tar" >"$W/cri-import.log" 2>&1 \
-        && ctr -a "$CRI_SOCK" -n "$CRI_NS" image import "$W/cri-pause-oci.tar" >>"$W/cri-import.log" 2>&1 \
+    "$CRI_CTR" -a "$CRI_SOCK" -n "$CRI_NS" image import "$W/cri-app-oci.tar" >"$W/cri-import.log" 2>&1 \
+        && "$CRI_CTR" -a "$CRI_SOCK" -n "$CRI_NS" image import "$W/cri-pause-oci.tar" >>"$W/cri-import.log" 2>&1 \
         || { cat "$W/cri-import.log"; echo "ctr image import (namespace $CRI_NS) failed"; return 1; }
     "$CRI_VENV/bin/python" "$RX_DIR/cri_client.py" --socket "$CRI_SOCK" images >"$W/cri-images.json" \
         && jq -e --arg a "$IMG_CRI" --arg p "$IMG_CRI_PAUSE" '[.images[].repo_tags[]] | index($a) and index($p)' "$W/cri-images.json" >/dev/null \
@@ -190,14 +204,31 @@ setup_cri() {
     # one pod's whole life before the scenarios, so that containerd's one-time host setup (the first
     # pod makes /run/netns a shared bind mount of itself) is not counted by a scenario's leak check.
     # Best effort: if it fails, the scenarios show why.
-    rx_cri_cycle_configs "$W/cri" && "$CRI_VENV/bin/python" "$RX_DIR/cri_client.py" --socket "$CRI_SOCK" \
-        cycle "$W/cri/cycle-pod.json" "$W/cri/cycle-ctr.json" rloxsc || echo "(the first pod failed; continuing)"
+    rx_cri_cycle_configs "$CRI_WORK" && "$CRI_VENV/bin/python" "$RX_DIR/cri_client.py" --socket "$CRI_SOCK" \
+        cycle "$CRI_WORK/cycle-pod.json" "$CRI_WORK/cycle-ctr.json" "$CRI_HANDLER" || echo "(the first pod failed; continuing)"
+    # the nginx-style image of the nginx-image scenario (built once, cached; containerd2.sh)
+    rx_cri_nginx_import || echo "(no nginx image: the nginx-image scenario will say so)"
+}
+
+# containerd 2.x from Debian sid, unpacked privately, its own instance (tests/clients/containerd2.sh)
+setup_cri2() {
+    rx_cri_select cri2
+    setup_cri selected
+}
+
+# llm-sandbox's image (scripts/build-llm-sandbox-image.sh) imported into docker and podman, the venv,
+# dockerd with runc by path, a podman service per runtime (tests/clients/codeeval.sh)
+setup_codeeval() {
+    # shellcheck source=tests/clients/codeeval.sh
+    source "$RX_DIR/codeeval.sh"
+    ce_setup
 }
 
 for client in "${CLIENTS[@]}"; do
     echo
     echo "== $client"
-    export RX_CLIENT=$client RX_SOURCES="$RX_DIR/$client.sh"
+    src=$client; [ "$client" != cri2 ] || src=cri    # cri2: cri.sh's scenarios against containerd 2.x
+    export RX_CLIENT=$client RX_SOURCES="$RX_DIR/$src.sh"
     RX_PREREQ_MISSING=
     if [ -n "$RX_SETUP_ERROR" ]; then
         RX_PREREQ_MISSING=$RX_SETUP_ERROR
@@ -210,13 +241,14 @@ for client in "${CLIENTS[@]}"; do
     fi
     export RX_PREREQ_MISSING
     # shellcheck source=/dev/null
-    source "$RX_DIR/$client.sh"
+    source "$RX_DIR/$src.sh"
     list_var="$(echo "$client" | tr '[:lower:]' '[:upper:]')_SCENARIOS"
     while read -r name fn; do
         [ -n "$name" ] || continue
         [[ "$name" =~ ${RLOXSC_ONLY:-.} ]] || continue
         t "$name" "$fn"
     done <<<"${!list_var}"
+    ! declare -F "report_$client" >/dev/null || "report_$client"   # a client's own report (codeeval's table)
 done
 
 RX_SUMMARY=$(rx_summary); RX_RC=$?

@@ -390,6 +390,7 @@ impl TestEnv {
                 out.push(format!("state directory {}", d.display()));
             }
         }
+        out.extend(host_holdings_of(id));
         out.extend(
             cgroup_dirs_of(id)
                 .into_iter()
@@ -759,4 +760,73 @@ pub fn interface_hook(env: &TestEnv) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
     hook
+}
+
+/// What rloxsc holds on the host for container `id` outside its state root: a view directory
+/// (`/run/rloxsc-views/*/owner` names the id) and a block of host ids (`/run/rloxsc-userns/<base>`
+/// names it).
+pub fn host_holdings_of(id: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let names =
+        |text: &str| text.lines().any(|l| l == id) || text.contains(&format!("\"id\":\"{id}\""));
+    for (dir, file, what) in [
+        ("/run/rloxsc-views", Some("owner"), "view directory"),
+        ("/run/rloxsc-userns", None, "user-namespace block"),
+    ] {
+        let Ok(rd) = fs::read_dir(dir) else { continue };
+        for e in rd.flatten() {
+            let p = match file {
+                Some(f) => e.path().join(f),
+                None => e.path(),
+            };
+            if fs::read_to_string(&p).is_ok_and(|t| names(&t)) {
+                out.push(format!("{what} {}", e.path().display()));
+            }
+        }
+    }
+    out
+}
+
+/// An overlay mount of the test image (overlayfs cannot be idmapped, as under Docker, Podman and
+/// containerd), unmounted when dropped.
+pub struct OverlayRoot {
+    /// The mount point: the rootfs to give a spec (writes there land in the upper layer).
+    pub merged: std::path::PathBuf,
+    /// The upper layer (what was written to the image).
+    pub upper: std::path::PathBuf,
+}
+
+impl OverlayRoot {
+    /// Mounts it under the test's directory.
+    pub fn new(env: &TestEnv) -> OverlayRoot {
+        let d = env.dir.join(format!("ovl-{}", env.id()));
+        for s in ["upper", "work", "merged"] {
+            fs::create_dir_all(d.join(s)).unwrap();
+        }
+        let opts = format!(
+            "lowerdir={},upperdir={},workdir={}",
+            test_rootfs().display(),
+            d.join("upper").display(),
+            d.join("work").display()
+        );
+        let st = std::process::Command::new("mount")
+            .args(["-t", "overlay", "overlay", "-o", &opts])
+            .arg(d.join("merged"))
+            .status()
+            .unwrap();
+        assert!(st.success(), "mount overlay");
+        OverlayRoot {
+            merged: d.join("merged"),
+            upper: d.join("upper"),
+        }
+    }
+}
+
+impl Drop for OverlayRoot {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.merged)
+            .status();
+    }
 }
