@@ -171,8 +171,9 @@ pub struct Logger {
 
 impl Logger {
     /// Installs the global subscriber. With a log file, info and above from rloxsc (debug with `--debug`)
-    /// go to it; libcontainer's own messages only from warn (all with `--debug`). Without one, warnings
-    /// and errors go to stderr.
+    /// go to it; libcontainer's own messages only from warn (all with `--debug`), without libcgroups'
+    /// warnings about controllers this host lacks (see [`file_targets`]). Without one, rloxsc's
+    /// warnings and errors go to stderr.
     pub fn init(path: Option<&Path>, format: LogFormat, debug: bool) -> Result<Logger> {
         let file = match path {
             Some(p) => Some(SharedFile(Arc::new(Mutex::new(
@@ -186,21 +187,7 @@ impl Logger {
             )))),
             None => None,
         };
-        let own = if debug {
-            LevelFilter::DEBUG
-        } else {
-            LevelFilter::INFO
-        };
-        let lib = if debug {
-            LevelFilter::DEBUG
-        } else {
-            LevelFilter::WARN
-        };
-        let targets = Targets::new()
-            .with_target("rloxsc", own)
-            .with_target("libcontainer", lib)
-            .with_target("libcgroups", lib)
-            .with_default(lib);
+        let targets = file_targets(debug);
         let result = match &file {
             Some(f) => {
                 let layer = tracing_subscriber::fmt::layer()
@@ -246,16 +233,68 @@ impl Logger {
     /// Reports the command's final error: one line in the log file (the last error line, which clients
     /// show) and one on stderr.
     pub fn error(&self, msg: &str) {
-        // one line, always: clients read the last line
-        let msg = &msg.trim().replace('\n', "; ");
+        // one line, always: clients read the last line; libcontainer's wrapper phrases dropped
+        let msg = &crate::errors::tidy(&msg.trim().replace('\n', "; "));
         if let Some(f) = &self.file {
             let mut f = f.clone();
             let _ = writeln!(f, "{}", format_line(self.format, "error", msg));
         }
-        // "error" in the text, as runc's stderr has it: some callers look for the word
-        let _ = writeln!(std::io::stderr(), "rloxsc: error: {msg}");
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}",
+            stderr_line(msg, std::env::var_os(CONMON_SYNC_PIPE).is_some())
+        );
     }
 }
+
+/// Set by Podman (and CRI-O) in conmon's environment, which the runtime inherits: conmon sends the
+/// runtime's stderr back as the error, and Podman prefixes it with the runtime's name (or path).
+const CONMON_SYNC_PIPE: &str = "_OCI_SYNCPIPE";
+
+/// The final error line on stderr. `rloxsc: error: MSG`: the word "error", as runc's stderr has it,
+/// because some callers look for it. Under conmon, only MSG: Podman shows the runtime's stderr as
+/// `<runtime>: <stderr>` whenever its `--log` file is not one JSON object (any info or warning line
+/// besides the error), which made `rloxsc: rloxsc: error: ...`; bare, it reads `rloxsc: MSG`, the
+/// same as when Podman takes MSG from the log file.
+fn stderr_line(msg: &str, under_conmon: bool) -> String {
+    if under_conmon {
+        msg.to_string()
+    } else {
+        format!("rloxsc: error: {msg}")
+    }
+}
+
+/// What goes to the log file: info and above from rloxsc (debug with `--debug`), libcontainer's and
+/// libcgroups' own messages from warn (all with `--debug`), except the warnings of every call.
+fn file_targets(debug: bool) -> Targets {
+    let own = if debug {
+        LevelFilter::DEBUG
+    } else {
+        LevelFilter::INFO
+    };
+    let lib = if debug {
+        LevelFilter::DEBUG
+    } else {
+        LevelFilter::WARN
+    };
+    let mut targets = Targets::new()
+        .with_target("rloxsc", own)
+        .with_target("libcontainer", lib)
+        .with_target("libcgroups", lib)
+        .with_default(lib);
+    if !debug {
+        for t in EVERY_CALL_WARNINGS {
+            targets = targets.with_target(*t, LevelFilter::ERROR);
+        }
+    }
+    targets
+}
+
+/// Targets whose warnings come on every call and say nothing about this container: libcgroups
+/// warns for each cgroup v1 controller the host has not mounted ("cgroup hugetlb not supported on
+/// this system", v1::manager) and each v2 controller it does not implement ("Controller rdma is not
+/// yet implemented.", v2::util). `rloxsc doctor` lists those controllers once.
+const EVERY_CALL_WARNINGS: &[&str] = &["libcgroups::v1::manager", "libcgroups::v2::util"];
 
 trait WithTargets<S> {
     fn with_filter_targets(
@@ -290,6 +329,34 @@ mod tests {
         assert_eq!(v["level"], "error");
         assert_eq!(v["msg"], "container \"x\" does not exist");
         assert!(chrono::DateTime::parse_from_rfc3339(v["time"].as_str().unwrap()).is_ok());
+    }
+
+    #[test]
+    fn stderr_line_is_prefixed_once() {
+        assert_eq!(
+            stderr_line("container \"x\" does not exist", false),
+            "rloxsc: error: container \"x\" does not exist"
+        );
+        // Podman adds "rloxsc: " itself
+        assert_eq!(
+            stderr_line("container \"x\" does not exist", true),
+            "container \"x\" does not exist"
+        );
+    }
+
+    #[test]
+    fn every_call_warnings_are_dropped_unless_debug() {
+        let t = file_targets(false);
+        assert!(!t.would_enable("libcgroups::v1::manager", &Level::WARN));
+        assert!(!t.would_enable("libcgroups::v2::util", &Level::WARN));
+        assert!(t.would_enable("libcgroups::v1::manager", &Level::ERROR));
+        assert!(t.would_enable("libcgroups::v1::memory", &Level::WARN));
+        assert!(t.would_enable("libcontainer::process", &Level::WARN));
+        assert!(t.would_enable("rloxsc::launch", &Level::INFO));
+        assert!(!t.would_enable("libcontainer::process", &Level::INFO));
+        let d = file_targets(true);
+        assert!(d.would_enable("libcgroups::v1::manager", &Level::WARN));
+        assert!(d.would_enable("libcgroups::v2::util", &Level::DEBUG));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `doctor`: checks the host for what rloxsc needs and prints what holds and what to fix.
 
-use std::path::Path;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
@@ -9,6 +10,14 @@ struct Check {
     ok: bool,
     what: String,
     fix: Option<String>,
+    /// A warning or a note: printed, never counted as something to fix.
+    advice: Option<Advice>,
+}
+
+/// How a line that is not a failure is marked, and what it suggests.
+struct Advice {
+    mark: &'static str,
+    hint: Option<String>,
 }
 
 fn check(ok: bool, what: impl Into<String>, fix: impl Into<String>) -> Check {
@@ -16,7 +25,187 @@ fn check(ok: bool, what: impl Into<String>, fix: impl Into<String>) -> Check {
         ok,
         what: what.into(),
         fix: (!ok).then(|| fix.into()),
+        advice: None,
     }
+}
+
+/// Something worth knowing that does not stop rloxsc: `[warn]` with a hint, never a failure.
+fn warn(what: impl Into<String>, hint: impl Into<String>) -> Check {
+    Check {
+        ok: true,
+        what: what.into(),
+        fix: None,
+        advice: Some(Advice {
+            mark: "warn",
+            hint: Some(hint.into()),
+        }),
+    }
+}
+
+/// A fact about the host, for information: `[info]`.
+fn info(what: impl Into<String>) -> Check {
+    Check {
+        ok: true,
+        what: what.into(),
+        fix: None,
+        advice: Some(Advice {
+            mark: "info",
+            hint: None,
+        }),
+    }
+}
+
+/// The cgroup v1 controllers libcgroups looks for on every create; it warns about each one the host
+/// has not mounted (rloxsc drops those warnings from its log and reports them here, once).
+const LIBCGROUPS_V1: &[(libcgroups::v1::ControllerType, &str)] = {
+    use libcgroups::v1::ControllerType as C;
+    &[
+        (C::Cpu, "cpu"),
+        (C::CpuAcct, "cpuacct"),
+        (C::CpuSet, "cpuset"),
+        (C::Devices, "devices"),
+        (C::HugeTlb, "hugetlb"),
+        (C::Memory, "memory"),
+        (C::Pids, "pids"),
+        (C::PerfEvent, "perf_event"),
+        (C::Blkio, "blkio"),
+        (C::NetworkPriority, "net_prio"),
+        (C::NetworkClassifier, "net_cls"),
+        (C::Freezer, "freezer"),
+    ]
+};
+
+/// The cgroup v2 controllers libcgroups implements; it warns about any other the host offers.
+const LIBCGROUPS_V2: &[&str] = &["cpu", "cpuset", "hugetlb", "io", "memory", "pids"];
+
+/// The line about controllers the host lacks (v1) or libcgroups ignores (v2), if any.
+fn unused_controllers(v2: bool) -> Option<Check> {
+    let names: Vec<String> = if v2 {
+        std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter(|c| !LIBCGROUPS_V2.contains(c))
+            .map(str::to_string)
+            .collect()
+    } else {
+        LIBCGROUPS_V1
+            .iter()
+            .filter(|(c, _)| libcgroups::v1::util::get_subsystem_mount_point(c).is_err())
+            .map(|(_, n)| n.to_string())
+            .collect()
+    };
+    (!names.is_empty()).then(|| {
+        info(if v2 {
+            format!(
+                "v2 controllers libcgroups does not implement (not used; rloxsc does not need them): {}",
+                names.join(", ")
+            )
+        } else {
+            format!(
+                "v1 controllers not mounted (not used; rloxsc does not need them): {}",
+                names.join(", ")
+            )
+        })
+    })
+}
+
+/// Where Podman reads containers.conf, lowest precedence first (containers.conf(5)); with
+/// `CONTAINERS_CONF` set, only that file.
+fn podman_conf_files() -> Vec<PathBuf> {
+    if let Some(p) = std::env::var_os("CONTAINERS_CONF") {
+        return vec![PathBuf::from(p)];
+    }
+    let mut files = vec![
+        PathBuf::from("/usr/share/containers/containers.conf"),
+        PathBuf::from("/etc/containers/containers.conf"),
+    ];
+    if let Ok(rd) = std::fs::read_dir("/etc/containers/containers.conf.d") {
+        let mut drop_ins: Vec<PathBuf> = rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+            .collect();
+        drop_ins.sort();
+        files.extend(drop_ins);
+    }
+    files
+}
+
+/// The `runtime = "..."` of the `[engine]` table of a containers.conf text, if set (a simple parse:
+/// a table header line, then `key = "value"` lines; comments and other tables ignored).
+fn engine_runtime(text: &str) -> Option<String> {
+    let mut in_engine = false;
+    let mut found = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_engine = line.trim_end_matches(|c: char| c != ']') == "[engine]";
+            continue;
+        }
+        if !in_engine || line.starts_with('#') {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        if key.trim() != "runtime" {
+            continue;
+        }
+        let value = value.trim();
+        let quoted = value
+            .strip_prefix('"')
+            .and_then(|v| v.split_once('"'))
+            .or_else(|| value.strip_prefix('\'').and_then(|v| v.split_once('\'')));
+        if let Some((v, _)) = quoted {
+            found = Some(v.to_string());
+        }
+    }
+    found
+}
+
+/// Whether `name` is an executable file in a directory of `PATH`.
+fn on_path(name: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|d| {
+            std::fs::metadata(d.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// Podman's default runtime, which its REST API uses whatever runtime a client asks for.
+fn podman_check() -> Option<Check> {
+    if !on_path("podman") {
+        return None;
+    }
+    let mut runtime = None;
+    for f in podman_conf_files() {
+        // only the files themselves are read: no includes, no paths they name
+        if let Ok(text) = std::fs::read_to_string(&f) {
+            if let Some(r) = engine_runtime(&text) {
+                runtime = Some((r, f));
+            }
+        }
+    }
+    const HOW: &str = "Podman's REST API (docker-py, llm-sandbox on the podman socket) ignores a \
+        per-container runtime and uses this default (podman issue 28429); set [engine] runtime = \
+        \"rloxsc\" in containers.conf (contrib/podman/containers.conf) to send those containers to \
+        rloxsc. Check a container: `podman inspect --format '{{.OCIRuntime}}' <ctr>` says rloxsc, \
+        `rloxsc list` lists it, and its init has `Seccomp: 2` in /proc/<pid>/status";
+    Some(match runtime {
+        Some((r, f)) if r == "rloxsc" || r.ends_with("/rloxsc") => check(
+            true,
+            format!("Podman's default runtime is rloxsc ({})", f.display()),
+            "",
+        ),
+        Some((r, f)) => warn(
+            format!("Podman's default runtime is {r:?} ({}), not rloxsc", f.display()),
+            HOW,
+        ),
+        None => warn(
+            "Podman's default runtime is its built-in one (no [engine] runtime in containers.conf), not rloxsc",
+            HOW,
+        ),
+    })
 }
 
 /// Runs every check; returns 0 when all hold, 1 otherwise.
@@ -65,6 +254,7 @@ pub fn doctor() -> Result<i32> {
                 "v2 devices: enforced with an eBPF program (built in)",
                 "",
             ));
+            checks.extend(unused_controllers(true));
         }
         Ok(_) => {
             for c in needed {
@@ -75,6 +265,7 @@ pub fn doctor() -> Result<i32> {
                 ));
             }
             checks.push(check(Path::new("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes").exists(), "v1 swap accounting (memory.memsw)", "boot with swapaccount=1: rloxsc limits memory+swap and refuses to create containers without it"));
+            checks.extend(unused_controllers(false));
         }
         Err(_) => {}
     }
@@ -102,6 +293,24 @@ pub fn doctor() -> Result<i32> {
             format!("a kernel with {ns} namespaces"),
         ));
     }
+    let max_userns = std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    checks.push(check(
+        max_userns > 0,
+        format!("user namespaces (user.max_user_namespaces = {max_userns})"),
+        "set user.max_user_namespaces above 0: every rloxsc container's root is a host uid of its own (policy key userns.mode)",
+    ));
+    let probe = crate::userns::probe();
+    checks.push(check(
+        probe.is_ok(),
+        match &probe {
+            Ok(()) => "a user namespace and an idmapped mount can be made".to_string(),
+            Err(e) => format!("user namespaces or idmapped mounts: {e:#}"),
+        },
+        "a kernel >= 5.12 with user namespaces and idmapped mounts, no LSM denying them",
+    ));
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     checks.push(check(
@@ -128,14 +337,68 @@ pub fn doctor() -> Result<i32> {
         }
     }
 
+    checks.extend(podman_check());
+
     let mut failed = 0;
     for c in &checks {
-        println!("[{}] {}", if c.ok { " ok " } else { "FAIL" }, c.what);
+        let mark = match &c.advice {
+            Some(a) => a.mark,
+            None if c.ok => " ok ",
+            None => "FAIL",
+        };
+        println!("[{mark}] {}", c.what);
         if let Some(f) = &c.fix {
             println!("       fix: {f}");
             failed += 1;
         }
+        if let Some(h) = c.advice.as_ref().and_then(|a| a.hint.as_ref()) {
+            println!("       hint: {h}");
+        }
     }
-    println!("{} checks, {} to fix", checks.len(), failed);
+    let warnings = checks
+        .iter()
+        .filter(|c| c.advice.as_ref().is_some_and(|a| a.mark == "warn"))
+        .count();
+    if warnings == 0 {
+        println!("{} checks, {} to fix", checks.len(), failed);
+    } else {
+        println!(
+            "{} checks, {} to fix, {} warning(s)",
+            checks.len(),
+            failed,
+            warnings
+        );
+    }
     Ok(if failed == 0 { 0 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_runtime_is_read_from_the_engine_table_only() {
+        let conf = r#"
+[containers]
+runtime = "not-this"
+[engine]
+cgroup_manager = "cgroupfs"
+# runtime = "commented"
+runtime = "rloxsc"   # the default
+[engine.runtimes]
+runtime = "not-this-either"
+rloxsc = ["/usr/local/bin/rloxsc"]
+"#;
+        assert_eq!(engine_runtime(conf).as_deref(), Some("rloxsc"));
+        assert_eq!(
+            engine_runtime("[engine]\nruntime='runc'\n").as_deref(),
+            Some("runc")
+        );
+        assert_eq!(
+            engine_runtime("[engine] # x\n  runtime = \"crun\"").as_deref(),
+            Some("crun")
+        );
+        assert_eq!(engine_runtime("[engine]\n#runtime = \"crun\"\n"), None);
+        assert_eq!(engine_runtime("runtime = \"runc\"\n[engine]\n"), None);
+    }
 }
