@@ -271,42 +271,16 @@ pub const MAX_PASSWD_BYTES: usize = 1 << 20;
 /// `RESOLVE_IN_ROOT`: symlinks, `..` and absolute links stay inside it; magic links are refused),
 /// read-only and non-blocking (a FIFO opens without waiting for a writer).
 pub fn open_in_root(root: &Path, rel: &str) -> std::io::Result<std::fs::File> {
-    use std::os::fd::FromRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
-        .open(root)?;
-    let name = std::ffi::CString::new(rel).map_err(|_| std::io::ErrorKind::InvalidInput)?;
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-    const RESOLVE_IN_ROOT: u64 = 0x10;
-    let how = OpenHow {
-        flags: (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY) as u64,
-        mode: 0,
-        resolve: RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-    };
+    use crate::fsutil::{openat2, RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS};
     use std::os::fd::AsRawFd;
-    // SAFETY: openat2 with a valid dirfd, a NUL-terminated path and an open_how of the size given.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: openat2 returned a new fd that nothing else owns.
-    Ok(unsafe { std::fs::File::from_raw_fd(fd as i32) })
+    let dir = openat2(libc::AT_FDCWD, root, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+    let fd = openat2(
+        dir.as_raw_fd(),
+        Path::new(rel),
+        libc::O_RDONLY | libc::O_NONBLOCK,
+        RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+    )?;
+    Ok(std::fs::File::from(fd))
 }
 
 /// How a process's home directory was found for its `HOME`.

@@ -132,6 +132,58 @@ pub fn read_open_regular_bounded(f: File, path: &Path, limit: usize) -> Result<V
     Ok(data)
 }
 
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+/// `openat2` resolve flag: no magic links (`/proc/<pid>/fd/*` and the like).
+pub const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+/// `openat2` resolve flag: no symlinks at all.
+pub const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+/// `openat2` resolve flag: resolve as if `dir` were `/`.
+pub const RESOLVE_IN_ROOT: u64 = 0x10;
+
+/// `openat2(dir, rel)` with open flags `flags` (plus `O_CLOEXEC`, and `O_NOCTTY` unless `O_PATH`)
+/// and resolve flags `resolve`.
+pub fn openat2(
+    dir: std::os::fd::RawFd,
+    rel: &Path,
+    flags: i32,
+    resolve: u64,
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    let name = std::ffi::CString::new(rel.as_os_str().as_encoded_bytes())
+        .map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    let how = OpenHow {
+        // (openat2 refuses O_PATH with anything but O_DIRECTORY, O_NOFOLLOW and O_CLOEXEC)
+        flags: (flags
+            | libc::O_CLOEXEC
+            | if flags & libc::O_PATH == 0 {
+                libc::O_NOCTTY
+            } else {
+                0
+            }) as u64,
+        mode: 0,
+        resolve,
+    };
+    // SAFETY: openat2 with a valid dirfd, a NUL-terminated path and an open_how of the size given
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir,
+            name.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: openat2 returned a new fd that nothing else owns
+    Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as i32) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -381,8 +381,8 @@ impl WritablePath {
     }
 }
 
-/// The default writable paths: the workdir and `/tmp` (256 MiB each), `/var/tmp` and `/run`, and the
-/// state directories web servers write at start when the image has them (64 MiB each).
+/// The default writable paths: the workdir and `/tmp` (256 MiB each); `/var/tmp`, `/run`, `/var/log`
+/// and the state directories nginx writes at start, when the image has them (64 MiB each).
 pub fn default_writable() -> Vec<WritablePath> {
     let w = |path: &str, mib: u64| WritablePath {
         path: path.to_string(),
@@ -395,7 +395,7 @@ pub fn default_writable() -> Vec<WritablePath> {
         w("/run", 64),
         w("/var/cache/nginx", 64),
         w("/var/lib/nginx", 64),
-        w("/var/log/nginx", 64),
+        w("/var/log", 64),
     ]
 }
 

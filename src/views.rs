@@ -80,10 +80,21 @@ pub fn detached_tmpfs_with(options: &[(String, String)]) -> Result<OwnedFd> {
 /// A detached tmpfs with the given `key=value` options and mount attributes `attrs`
 /// (`MOUNT_ATTR_*`; nosuid and nodev always).
 pub fn detached_tmpfs_attrs(options: &[(String, String)], attrs: u64) -> Result<OwnedFd> {
+    new_mount(
+        c"tmpfs",
+        options,
+        attrs | libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV,
+    )
+}
+
+/// A new detached mount of filesystem `fstype` (`fsopen`, `fsconfig` with `options`, `fsmount`
+/// with the mount attributes `attrs`).
+fn new_mount(fstype: &std::ffi::CStr, options: &[(String, String)], attrs: u64) -> Result<OwnedFd> {
+    let name = fstype.to_string_lossy();
     // SAFETY: fsopen with a NUL-terminated name; the result is checked
     let fs = fd_or_err(
-        unsafe { libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) },
-        "fsopen(tmpfs)",
+        unsafe { libc::syscall(libc::SYS_fsopen, fstype.as_ptr(), FSOPEN_CLOEXEC) },
+        &format!("fsopen({name})"),
     )?;
     for (k, v) in options {
         let (k, v) = (
@@ -102,7 +113,10 @@ pub fn detached_tmpfs_attrs(options: &[(String, String)], attrs: u64) -> Result<
             )
         };
         if rc < 0 {
-            bail!("fsconfig(tmpfs {k:?}): {}", std::io::Error::last_os_error());
+            bail!(
+                "fsconfig({name} {k:?}): {}",
+                std::io::Error::last_os_error()
+            );
         }
     }
     // SAFETY: the create command takes no key or value
@@ -118,15 +132,21 @@ pub fn detached_tmpfs_attrs(options: &[(String, String)], attrs: u64) -> Result<
     };
     if rc < 0 {
         bail!(
-            "fsconfig(tmpfs create): {}",
+            "fsconfig({name} create): {}",
             std::io::Error::last_os_error()
         );
     }
-    let attrs = (attrs | libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV) as libc::c_uint;
     // SAFETY: fsmount of our created context; checked
     fd_or_err(
-        unsafe { libc::syscall(libc::SYS_fsmount, fs.as_raw_fd(), FSMOUNT_CLOEXEC, attrs) },
-        "fsmount(tmpfs)",
+        unsafe {
+            libc::syscall(
+                libc::SYS_fsmount,
+                fs.as_raw_fd(),
+                FSMOUNT_CLOEXEC,
+                attrs as libc::c_uint,
+            )
+        },
+        &format!("fsmount({name})"),
     )
 }
 
@@ -138,36 +158,13 @@ pub fn detached_tmpfs_attrs(options: &[(String, String)], attrs: u64) -> Result<
 /// creation and returns to its own network namespace.
 pub fn detached_sysfs_of(netns: &Path) -> Result<OwnedFd> {
     crate::netns::in_network_namespace(netns, || {
-        // SAFETY: fsopen with a NUL-terminated name; the result is checked
-        let fs = fd_or_err(
-            unsafe { libc::syscall(libc::SYS_fsopen, c"sysfs".as_ptr(), FSOPEN_CLOEXEC) },
-            "fsopen(sysfs)",
-        )?;
-        // SAFETY: the create command takes no key or value
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_fsconfig,
-                fs.as_raw_fd(),
-                FSCONFIG_CMD_CREATE,
-                std::ptr::null::<u8>(),
-                std::ptr::null::<u8>(),
-                0,
-            )
-        };
-        if rc < 0 {
-            bail!(
-                "fsconfig(sysfs create): {}",
-                std::io::Error::last_os_error()
-            );
-        }
-        let attrs = (libc::MOUNT_ATTR_RDONLY
-            | libc::MOUNT_ATTR_NOSUID
-            | libc::MOUNT_ATTR_NODEV
-            | libc::MOUNT_ATTR_NOEXEC) as libc::c_uint;
-        // SAFETY: fsmount of our created context; checked
-        fd_or_err(
-            unsafe { libc::syscall(libc::SYS_fsmount, fs.as_raw_fd(), FSMOUNT_CLOEXEC, attrs) },
-            "fsmount(sysfs)",
+        new_mount(
+            c"sysfs",
+            &[],
+            libc::MOUNT_ATTR_RDONLY
+                | libc::MOUNT_ATTR_NOSUID
+                | libc::MOUNT_ATTR_NODEV
+                | libc::MOUNT_ATTR_NOEXEC,
         )
     })
 }
@@ -195,6 +192,35 @@ pub fn idmap(mnt: &OwnedFd, userns: &OwnedFd, recursive: bool) -> Result<()> {
     };
     if rc < 0 {
         bail!("{}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Makes the detached tree `mnt` a slave of its peers (recursively): mounts propagate into it,
+/// never out of it. A tree that is not shared stays private.
+pub fn make_slave(mnt: &OwnedFd) -> Result<()> {
+    let attr = MountAttr {
+        attr_set: 0,
+        attr_clr: 0,
+        propagation: libc::MS_SLAVE,
+        userns_fd: 0,
+    };
+    // SAFETY: mount_setattr on our detached mount with an attr struct of the size given
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            mnt.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc < 0 {
+        bail!(
+            "cannot make the rootfs view a slave mount: {}",
+            std::io::Error::last_os_error()
+        );
     }
     Ok(())
 }
@@ -469,6 +495,11 @@ pub fn prepare(
         .map(|r| r.path().clone())
         .context("the spec has no root")?;
     let clone = clone_tree(&root, true)?;
+    // a clone of a shared mount (Docker's and containerd's rootfs are) is its peer: the host-side
+    // writable views attached below the rootfs later would propagate into it, and unmounting the
+    // view directory would take them off the host again. As a slave it still receives the host's
+    // mounts, and sends nothing back.
+    make_slave(&clone)?;
     let idmapped = match userns {
         Some(ns) => idmap(&clone, ns, true).is_ok(),
         None => false,

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::fsutil::{openat2, RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS};
 use crate::policy::keys;
 
 /// Deepest directory nesting copied from an image.
@@ -69,47 +70,6 @@ impl IdMap {
         };
         crate::userns::namespace_fd(&line(&self.uids), &line(&self.gids))
     }
-}
-
-#[repr(C)]
-struct OpenHow {
-    flags: u64,
-    mode: u64,
-    resolve: u64,
-}
-const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-const RESOLVE_IN_ROOT: u64 = 0x10;
-
-fn openat2(dir: RawFd, rel: &Path, flags: i32, resolve: u64) -> std::io::Result<OwnedFd> {
-    let name = CString::new(rel.as_os_str().as_bytes()).map_err(|_| ErrorKind::InvalidInput)?;
-    let how = OpenHow {
-        // (openat2 refuses O_PATH with anything but O_DIRECTORY, O_NOFOLLOW and O_CLOEXEC)
-        flags: (flags
-            | libc::O_CLOEXEC
-            | if flags & libc::O_PATH == 0 {
-                libc::O_NOCTTY
-            } else {
-                0
-            }) as u64,
-        mode: 0,
-        resolve,
-    };
-    // SAFETY: openat2 with a valid dirfd, a NUL-terminated path and an open_how of the size given
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir,
-            name.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: openat2 returned a new fd that nothing else owns
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 fn open_dir(path: &Path) -> Result<OwnedFd> {
@@ -206,7 +166,12 @@ fn remove_entry(dir: RawFd, name: &CStr, depth: usize) -> std::io::Result<()> {
         if depth > MAX_DEPTH {
             return Err(std::io::Error::other("nested too deep to remove"));
         }
-        let d = openat(dir, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)?;
+        let d = openat(
+            dir,
+            name,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+            0,
+        )?;
         for n in names_in(&d)? {
             remove_entry(d.as_raw_fd(), &n, depth + 1)?;
         }

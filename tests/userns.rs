@@ -520,17 +520,7 @@ fn a_volume_is_writable_by_the_containers_root_as_under_runc() {
     spec["mounts"].as_array_mut().unwrap().push(json!({
         "destination": "/data", "type": "bind", "source": vol, "options": ["rbind", "rw"]
     }));
-    let id = env.id();
-    let _g = env.guard(&id);
-    let b = env.bundle(&spec);
-    let out = env.rloxsc(&[
-        "--policy",
-        policy.to_str().unwrap(),
-        "run",
-        "--bundle",
-        b.to_str().unwrap(),
-        &id,
-    ]);
+    let out = env.run_spec_with_policy(&spec, &policy);
     out.expect_ok();
     assert_eq!(out.stdout.trim(), "0", "inside, the file is root's: {out}");
     let owner = |p: &Path| std::os::unix::fs::MetadataExt::uid(&fs::metadata(p).unwrap());
@@ -560,7 +550,44 @@ fn exec_works_in_a_container_with_idmapped_binds() {
         "options": ["rbind", "ro", "idmap"]
     }));
     let c = env.start_container(&spec);
-    let out = env.rloxsc(&["exec", &c.id, "sh", "-c", "cat /mapped/f; stat -c %u /mapped/f"]);
+    let out = env.rloxsc(&[
+        "exec",
+        &c.id,
+        "sh",
+        "-c",
+        "cat /mapped/f; stat -c %u /mapped/f",
+    ]);
     out.expect_ok();
     assert_eq!(out.stdout, "mapped\n0\n", "{out}");
+}
+
+// A pod's network namespace belongs to the host's user namespace, where the container's root holds
+// no capability: nginx could not bind port 80 (EACCES, found through the CRI client). rloxsc sets
+// ip_unprivileged_port_start=0 there when the container may hold CAP_NET_BIND_SERVICE.
+#[test]
+fn a_container_binds_low_ports_in_a_network_namespace_the_host_owns() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("uns-lowport");
+    let netns = HostNetns::new(&env);
+    let mut spec = base_spec(&[
+        "sh",
+        "-c",
+        "cat /proc/sys/net/ipv4/ip_unprivileged_port_start; timeout 1 nc -l -p 80 2>&1; echo rc=$?",
+    ]);
+    for n in spec["linux"]["namespaces"].as_array_mut().unwrap() {
+        if n["type"] == "network" {
+            n["path"] = json!(netns.path());
+        }
+    }
+    let out = env.run_spec(&spec);
+    out.expect_ok();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.first().copied(), Some("0"), "{out}");
+    assert_eq!(
+        lines.last().copied(),
+        Some("rc=143"),
+        "nc could not listen on port 80: {out}"
+    );
 }

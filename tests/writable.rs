@@ -29,9 +29,18 @@ fn writable_views_under(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// An overlay rootfs (as Docker's) with `/sandbox` holding a file and a directory of the image.
+/// An overlay rootfs (as Docker's: a shared mount) with `/sandbox` holding a file and a directory
+/// of the image.
 fn image_with_workdir(env: &TestEnv) -> OverlayRoot {
     let root = OverlayRoot::new(env);
+    // Docker's rootfs is a shared mount: its clone would be a peer (found through Docker: the
+    // host-side views propagated into the container and were unmounted with the view directory)
+    let st = std::process::Command::new("mount")
+        .arg("--make-shared")
+        .arg(&root.merged)
+        .status()
+        .unwrap();
+    assert!(st.success());
     let w = root.merged.join("sandbox");
     fs::create_dir_all(w.join("pkg")).unwrap();
     fs::write(w.join("in-image.txt"), "from the image\n").unwrap();
@@ -76,7 +85,12 @@ fn the_workdir_and_tmp_are_writable_with_the_images_content_and_the_system_is_no
         fs::read_to_string(root.upper.join("sandbox/result.txt")).unwrap(),
         "out\n"
     );
-    assert_eq!(fs::metadata(root.upper.join("sandbox/result.txt")).unwrap().uid(), 0);
+    assert_eq!(
+        fs::metadata(root.upper.join("sandbox/result.txt"))
+            .unwrap()
+            .uid(),
+        0
+    );
     assert_eq!(fs::read_to_string(root.upper.join("tmp/t")).unwrap(), "t\n");
     assert!(!root.upper.join(".rx").exists() && !root.upper.join("etc/.rx").exists());
     assert!(writable_views_under(&env.dir).is_empty());
@@ -104,17 +118,7 @@ fn a_writable_path_is_size_bounded() {
     ]);
     spec["root"]["path"] = json!(root.merged);
     spec["process"]["cwd"] = json!("/sandbox");
-    let id = env.id();
-    let _g = env.guard(&id);
-    let b = env.bundle(&spec);
-    let out = env.rloxsc(&[
-        "--policy",
-        policy.to_str().unwrap(),
-        "run",
-        "--bundle",
-        b.to_str().unwrap(),
-        &id,
-    ]);
+    let out = env.run_spec_with_policy(&spec, &policy);
     out.expect_ok();
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.first().copied(), Some("tmp=1"), "{out}");
@@ -126,7 +130,9 @@ fn a_writable_path_is_size_bounded() {
         "{out}"
     );
     // what was written back is what fitted
-    let back = fs::metadata(root.upper.join("tmp/big")).map(|m| m.len()).unwrap_or(0);
+    let back = fs::metadata(root.upper.join("tmp/big"))
+        .map(|m| m.len())
+        .unwrap_or(0);
     assert!(back <= 3 << 20, "{back}");
 }
 
@@ -216,7 +222,9 @@ fn the_host_sees_the_writable_paths_where_a_clients_copy_api_looks() {
     // delete takes the host-side views and leaves what the container wrote in the rootfs's
     // writable layer, as runc would have (the client's `cp` out of an exited container); what it
     // removed is gone there too; unchanged image files are not rewritten
-    let before = fs::metadata(root.upper.join("sandbox/in-image.txt")).unwrap().ino();
+    let before = fs::metadata(root.upper.join("sandbox/in-image.txt"))
+        .unwrap()
+        .ino();
     env.rloxsc(&["delete", "--force", &c.id]).expect_ok();
     assert!(
         writable_views_under(&env.dir).is_empty(),
@@ -227,14 +235,21 @@ fn the_host_sees_the_writable_paths_where_a_clients_copy_api_looks() {
         fs::read_to_string(root.merged.join("sandbox/result.txt")).unwrap(),
         "result\n"
     );
-    assert_eq!(fs::metadata(root.merged.join("sandbox/result.txt")).unwrap().uid(), 0);
+    assert_eq!(
+        fs::metadata(root.merged.join("sandbox/result.txt"))
+            .unwrap()
+            .uid(),
+        0
+    );
     assert_eq!(
         fs::read_to_string(root.merged.join("tmp/plots/p.png")).unwrap(),
         "png\n"
     );
     assert!(!root.merged.join("sandbox/new").exists());
     assert_eq!(
-        fs::metadata(root.upper.join("sandbox/in-image.txt")).unwrap().ino(),
+        fs::metadata(root.upper.join("sandbox/in-image.txt"))
+            .unwrap()
+            .ino(),
         before
     );
 }

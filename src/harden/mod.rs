@@ -172,6 +172,7 @@ pub fn harden(
         &mut changes,
     )?;
     devices::harden_devices(&mut spec, &mut changes);
+    resources::low_ports_in_a_host_owned_network_namespace(&mut spec, facts, &mut changes);
     changes.push(
         crate::policy::keys::SECCOMP,
         "rloxsc's seccomp allowlist is installed under any profile the caller gives",

@@ -243,6 +243,59 @@ pub fn harden_sysctls(spec: &mut Spec, changes: &mut Changes) {
     clamp_ping_group_range(spec, changes);
 }
 
+/// A container in a user namespace of its own that joins a network namespace the host's user
+/// namespace owns (a pod's, made by containerd or a CNI; Docker's) holds no capability there: its
+/// root could not bind a port below 1024 as it would under runc (nginx failed with EACCES on port
+/// 80, found through the CRI client). When the process may hold CAP_NET_BIND_SERVICE, rloxsc sets
+/// `net.ipv4.ip_unprivileged_port_start=0` in that namespace (written from outside, as containerd
+/// 2.x and Docker do by default), unless the spec sets it.
+pub fn low_ports_in_a_host_owned_network_namespace(
+    spec: &mut Spec,
+    facts: &super::HostFacts,
+    changes: &mut Changes,
+) {
+    const KEY: &str = "net.ipv4.ip_unprivileged_port_start";
+    let may_bind = spec
+        .process()
+        .as_ref()
+        .and_then(|p| p.capabilities().as_ref())
+        .and_then(|c| c.bounding().as_ref())
+        .is_some_and(|b| b.contains(&oci_spec::runtime::Capability::NetBindService));
+    let Some(linux) = spec.linux_mut() else {
+        return;
+    };
+    let nss = linux.namespaces().clone().unwrap_or_default();
+    let has_userns = nss
+        .iter()
+        .any(|n| n.typ() == oci_spec::runtime::LinuxNamespaceType::User);
+    let Some(net) = nss
+        .iter()
+        .find(|n| n.typ() == oci_spec::runtime::LinuxNamespaceType::Network)
+        .and_then(|n| n.path().clone())
+    else {
+        return;
+    };
+    let host_user = facts
+        .host_namespaces
+        .get(&oci_spec::runtime::LinuxNamespaceType::User);
+    let host_owned = facts
+        .namespace_owners
+        .get(&net)
+        .is_some_and(|o| Some(&o.id) == host_user);
+    if !(may_bind && has_userns && host_owned) {
+        return;
+    }
+    let sysctl = linux.sysctl_mut().get_or_insert_with(Default::default);
+    if sysctl.contains_key(KEY) {
+        return;
+    }
+    sysctl.insert(KEY.to_string(), "0".to_string());
+    changes.push(
+        keys::SYSCTL,
+        format!("{KEY}=0 in the joined network namespace {} (the host's user namespace owns it: the container's root could not bind ports below 1024 otherwise)", net.display()),
+    );
+}
+
 /// `net.ipv4.ping_group_range` names gids of the user namespace that writes it: in the container's
 /// new network namespace that is the container's, where a range beyond its mapped gids (Docker and
 /// containerd ask for `0 2147483647`, "every group") is invalid. Clamped to the gids the container

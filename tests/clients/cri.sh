@@ -739,6 +739,9 @@ k_vol_check() {
     local name=$1 dst=$2 src
     src=$CRI_WORK/vols/$name-$$
     mkdir -p "$src"
+    # open to every user, as an emptyDir is: under rloxsc the container's root is not host root, so
+    # a root-owned 0755 hostPath directory is readable but not writable (userns.mode, on purpose)
+    chmod 1777 "$src"
     echo rxci-volume-content >"$src/f"
     k_step_runp "$name"
     K_SPEC='.mounts | map(select(.destination | startswith("/tmp")))' \

@@ -29,6 +29,8 @@ read-only d_read_only
 tmpfs d_tmpfs
 env-workdir d_env_workdir
 cp d_cp
+cp-writable-paths d_cp_writable
+workdir-output-after-exit d_workdir_after_exit
 bind-mount d_bind_mount
 named-volume d_named_volume
 init d_init
@@ -253,6 +255,42 @@ d_cp() {
     assert_eq "file copied out" "rxci-data-$$" "$(cat "$W/cp-out.txt")"
     ok "$D" cp "$CID:/etc/passwd" "$W/cp-passwd"
     assert_match "image file copied out" '^root:' "$(cat "$W/cp-passwd")"
+}
+
+# what code-eval harnesses do (llm-sandbox, docker-py's put_archive/get_archive): copy code into the
+# workdir and /tmp of a running container, run it there, copy its results out. Docker's archive API
+# works on the rootfs in the daemon's mount namespace: rloxsc's writable paths are attached there too
+d_cp_writable() {
+    d_start cpw -w /work
+    echo "print-me-$$" >"$W/cpw-in.txt"
+    ok "$D" cp "$W/cpw-in.txt" "$CID:/work/in.txt"
+    ok "$D" cp "$W/cpw-in.txt" "$CID:/tmp/in.txt"
+    ok "$D" exec "$CID" sh -c 'mkdir -p /work/sub /tmp/plots && cat /work/in.txt > /work/sub/out.txt && cat /tmp/in.txt > /tmp/plots/p.txt && stat -c %u /work/in.txt && pwd'
+    assert_eq "copied-in file owned by the container's root" 0 "$(printf '%s\n' "$OUT" | head -n 1)"
+    assert_eq "workdir" /work "$(printf '%s\n' "$OUT" | tail -n 1)"
+    ok "$D" cp "$CID:/work/sub/out.txt" "$W/cpw-out1.txt"
+    assert_eq "workdir result copied out" "print-me-$$" "$(cat "$W/cpw-out1.txt")"
+    ok "$D" cp "$CID:/tmp/plots/p.txt" "$W/cpw-out2.txt"
+    assert_eq "/tmp result copied out" "print-me-$$" "$(cat "$W/cpw-out2.txt")"
+    # a new directory tree copied in (put_archive of a directory; the daemon's mkdir -p)
+    mkdir -p "$W/cpw-tree/pkg" && echo "x = 1" >"$W/cpw-tree/pkg/mod.py"
+    ok "$D" cp "$W/cpw-tree" "$CID:/work/tree"
+    ok "$D" exec "$CID" sh -c 'cat /work/tree/pkg/mod.py && echo y >> /work/tree/pkg/mod.py && rm -r /work/tree && echo removed'
+    assert_eq "tree copied in, changed and removed inside" "x = 1;removed" "$(printf '%s\n' "$OUT" | tr '\n' ';' | sed 's/;$//')"
+    # the system stays read-only
+    run_cap "$D" exec "$CID" sh -c 'touch /usr/bin/rxci 2>&1 || echo ro'
+    assert_match "/usr read-only" 'ro$' "$OUT"
+}
+
+# docker run -w /work writing its output next to itself, copied out after the container exited
+d_workdir_after_exit() {
+    local n; n=$(d_name wdexit)
+    on_exit "$D" rm -f "$n"
+    ok "${DRUN[@]}" --network=none --name "$n" -w /work "$IMG_DOCKER" sh -c 'echo result-$$ > /work/result.txt && echo t > /tmp/t.txt'
+    ok "$D" cp "$n:/work/result.txt" "$W/wdexit.txt"
+    assert_match "result copied out after exit" '^result-[0-9]+$' "$(cat "$W/wdexit.txt")"
+    ok "$D" cp "$n:/tmp/t.txt" "$W/wdexit-tmp.txt"
+    assert_eq "/tmp file copied out after exit" t "$(cat "$W/wdexit-tmp.txt")"
 }
 
 d_bind_mount() {

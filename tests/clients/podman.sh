@@ -31,6 +31,7 @@ read-only p_read_only
 tmpfs p_tmpfs
 env-workdir p_env_workdir
 cp p_cp
+cp-workdir p_cp_workdir
 bind-mount p_bind_mount
 named-volume p_named_volume
 join-container-namespaces p_join_namespaces
@@ -257,6 +258,20 @@ p_bind_mount() {
     rx_bind_dirs "$W/pbind" >/dev/null
     ok "${PRUN[@]}" --rm --network=none -v "$W/pbind-open:/data" -v "$W/pbind-root:/rootowned" "$IMG_PODMAN" sh -c "$RX_BIND_PAYLOAD"
     assert_bind_works "$W/pbind" "$OUT"
+}
+
+# code-eval's pattern in the workdir: copy code in, run it there, copy its result out
+p_cp_workdir() {
+    # (Podman refuses a -w absent from the image: the image's /root, which is not a system path)
+    p_start cpw -w /root
+    echo "print-me-$$" >"$W/pcpw-in.txt"
+    ok podman cp "$W/pcpw-in.txt" "$CID:/root/in.txt"
+    ok podman exec "$CID" sh -c 'mkdir -p /root/sub && cat /root/in.txt > /root/sub/out.txt && pwd'
+    assert_eq "workdir" /root "$OUT"
+    ok podman cp "$CID:/root/sub/out.txt" "$W/pcpw-out.txt"
+    assert_eq "workdir result copied out" "print-me-$$" "$(cat "$W/pcpw-out.txt")"
+    run_cap podman exec "$CID" sh -c 'touch /usr/bin/rxci 2>&1 || echo ro'
+    assert_match "/usr read-only" 'ro$' "$OUT"
 }
 
 p_named_volume() {

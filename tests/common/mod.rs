@@ -325,6 +325,21 @@ impl TestEnv {
         self.run(&b, &id)
     }
 
+    /// Runs `spec` to completion under a fresh id with the policy file `policy` (`--policy`).
+    pub fn run_spec_with_policy(&self, spec: &Value, policy: &Path) -> Outcome {
+        let id = self.id();
+        let _g = self.guard(&id);
+        let b = self.bundle(spec);
+        self.rloxsc(&[
+            "--policy",
+            policy.to_str().unwrap(),
+            "run",
+            "--bundle",
+            b.to_str().unwrap(),
+            &id,
+        ])
+    }
+
     /// Runs `spec` to completion under a fresh id and asserts that `run` removed the container
     /// (before the guard could).
     pub fn run_spec_clean(&self, spec: &Value) -> Outcome {
