@@ -55,7 +55,8 @@ lint: deps
 	$(CARGO) clippy --release --locked --all-targets -- -D warnings
 
 # Everything: lints, unit tests, integration tests that start real containers on this host (needs root),
-# the cgroup v2 suite in a throwaway QEMU guest, then Docker, Podman and ctr driving rloxsc.
+# the cgroup v2 suite in a throwaway QEMU guest, then Docker, Podman, ctr, containerd 1.6's and 2.x's
+# CRI and the code-eval clients (llm-sandbox, the docker SDK) driving rloxsc.
 test: lint build build-fault bundles
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the integration tests create real containers" >&2; exit 1; }
 	$(CARGO) test --release --locked --no-fail-fast -- --test-threads=2
@@ -64,7 +65,7 @@ test: lint build build-fault bundles
 	RLOXSC_NO_BUILD=1 bash tests/clients/run.sh all
 	bash scripts/workload-report.sh
 
-# The real clients alone (installs docker.io, containerd, podman from Debian's archive).
+# The real clients alone (installs docker.io, containerd, podman from Debian's archive, llm-sandbox from PyPI).
 test-clients: build bundles
 	RLOXSC_NO_BUILD=1 bash tests/clients/run.sh all
 

@@ -346,6 +346,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         &mut views,
         userns_fd.as_ref(),
         joined_root.or(host.userns_base),
+        guard.userns.is_none(),
         &policy.userns_idmapped_volumes,
     )?;
     drop(userns_fd);

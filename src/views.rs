@@ -480,12 +480,15 @@ pub struct Prepared {
 
 /// Rewrites `spec` so libcontainer reaches the rootfs, every bind source and every namespace path
 /// through views in `views` (see the module documentation). `userns` is the container's id
-/// mapping, for the rootfs (idmapped when its filesystem allows) and for binds that ask for one.
+/// mapping, for the rootfs (idmapped when its filesystem allows) and for binds that ask for one;
+/// `base` the host id of its root in a user namespace it joins; `callers_mapping`: the mapping is
+/// the caller's own (not a block of rloxsc's).
 pub fn prepare(
     spec: &mut Spec,
     views: &mut ViewDir,
     userns: Option<&OwnedFd>,
     base: Option<u32>,
+    callers_mapping: bool,
     idmapped_volumes: &[PathBuf],
 ) -> Result<bool> {
     // the rootfs: recursive clone (it carries rloxsc's scratch views below it), idmapped if it can
@@ -638,15 +641,19 @@ pub fn prepare(
             .unwrap_or_else(|| "tmpfs".into());
         let view = views.add(&fs, &name, false)?;
         let dest = crate::harden::filesystem::normal_abs(m.destination());
+        // a caller that maps the ids itself (Podman's userns=auto, Kubernetes' hostUsers: false)
+        // keeps its rootfs in host ids: copied as they are, shown as they are; rloxsc's own
+        // mapping is one the caller does not know: its rootfs holds the container's ids
+        let identity = crate::writable::IdMap::default();
         if copyup {
-            crate::writable::copy_image_dir(&root, &dest, &view, ids)?;
+            let by = if callers_mapping { &identity } else { ids };
+            crate::writable::copy_image_dir(&root, &dest, &view, by, ids)?;
         }
         if writable && host_views {
-            if inverse.is_none() {
+            if inverse.is_none() && !callers_mapping {
                 inverse = Some(ids.inverse_namespace()?);
             }
-            let ns = inverse.as_ref().expect("set above");
-            crate::writable::attach_host_view(&root, &dest, &view, ns)?;
+            crate::writable::attach_host_view(&root, &dest, &view, inverse.as_ref())?;
         }
         m.set_typ(Some("bind".into()));
         m.set_source(Some(view));

@@ -60,6 +60,14 @@ impl IdMap {
             .or_else(|| to_host(&self.gids, 0))
             .unwrap_or(id)
     }
+    /// Whether host uid `h` is one of the mapping's.
+    pub fn maps_host_uid(&self, h: u32) -> bool {
+        self.uids.iter().any(|(_, ho, n)| h >= *ho && h - ho < *n)
+    }
+    /// Whether host gid `h` is one of the mapping's.
+    pub fn maps_host_gid(&self, h: u32) -> bool {
+        self.gids.iter().any(|(_, ho, n)| h >= *ho && h - ho < *n)
+    }
     /// A user namespace whose mapping is the inverse of this one (inside: the container's host
     /// ids; outside: its ids inside), for the host-side views.
     pub fn inverse_namespace(&self) -> Result<OwnedFd> {
@@ -319,9 +327,16 @@ impl Copy<'_> {
 
 /// Copies the image's directory `path` (absolute inside `rootfs`) into the tmpfs attached at
 /// `tmpfs` (host-side path, not idmapped), owners translated by `ids`, and gives the tmpfs's root
-/// the directory's owner and mode. Returns whether the image had the directory. Errors name the
+/// the directory's owner and mode (the container's root when `ids` is the identity and the
+/// container's `mapping` lacks that owner). Returns whether the image had the directory. Errors name the
 /// policy key: an image whose content there does not fit the tmpfs is refused.
-pub fn copy_image_dir(rootfs: &Path, path: &Path, tmpfs: &Path, ids: &IdMap) -> Result<bool> {
+pub fn copy_image_dir(
+    rootfs: &Path,
+    path: &Path,
+    tmpfs: &Path,
+    ids: &IdMap,
+    mapping: &IdMap,
+) -> Result<bool> {
     let Some(src) = open_image_dir(rootfs, path)? else {
         return Ok(false);
     };
@@ -350,7 +365,18 @@ pub fn copy_image_dir(rootfs: &Path, path: &Path, tmpfs: &Path, ids: &IdMap) -> 
             keys::WRITABLE
         )
     })?;
-    let st = nix::sys::stat::fstat(src.as_raw_fd())?;
+    let mut st = nix::sys::stat::fstat(src.as_raw_fd())?;
+    // a writable path the container's root could not write is none: a directory whose owner the
+    // container's mapping lacks (Podman's API makes a missing workdir as host root) becomes its root's
+    // (with rloxsc's own mapping, `ids` already gives an unmapped owner to the container's root)
+    if ids.uids.is_empty() && !mapping.uids.is_empty() {
+        if !mapping.maps_host_uid(st.st_uid) {
+            st.st_uid = mapping.uid(0);
+        }
+        if !mapping.maps_host_gid(st.st_gid) {
+            st.st_gid = mapping.gid(0);
+        }
+    }
     set_attrs(dst.as_raw_fd(), &st, ids)
         .with_context(|| format!("cannot set the owner of {}", tmpfs.display()))?;
     if c.skipped > 0 {
@@ -494,14 +520,15 @@ fn open_dir_nofollow(p: &Path) -> std::io::Result<OwnedFd> {
     )
 }
 
-/// Attaches a clone of the writable tmpfs at `tmpfs` (a host-side view), idmapped with `inverse`,
+/// Attaches a clone of the writable tmpfs at `tmpfs` (a host-side view), idmapped with `inverse`
+/// when given (`None`: the caller's own mapping, whose rootfs holds host ids as they are),
 /// at `path` inside the caller's `rootfs`, creating the directory when the image lacks it. Never
 /// follows a symlink of the image: `None` (nothing attached) when one is on the way.
 pub fn attach_host_view(
     rootfs: &Path,
     path: &Path,
     tmpfs: &Path,
-    inverse: &OwnedFd,
+    inverse: Option<&OwnedFd>,
 ) -> Result<Option<PathBuf>> {
     let root = open_dir(rootfs)?;
     let mut dir = root;
@@ -528,8 +555,10 @@ pub fn attach_host_view(
         dir = next;
     }
     let clone = crate::views::clone_tree(tmpfs, false)?;
-    crate::views::idmap(&clone, inverse, false)
-        .with_context(|| format!("cannot idmap the host-side view of {}", path.display()))?;
+    if let Some(inverse) = inverse {
+        crate::views::idmap(&clone, inverse, false)
+            .with_context(|| format!("cannot idmap the host-side view of {}", path.display()))?;
+    }
     crate::views::attach_to_fd(&clone, &dir)?;
     Ok(Some(rootfs.join(path.strip_prefix("/").unwrap_or(path))))
 }

@@ -345,3 +345,65 @@ fn a_callers_volume_below_a_writable_path_stays_visible() {
     out.expect_ok();
     assert_eq!(out.stdout, "volume\nt\n", "{out}");
 }
+
+// A caller that maps the ids itself (Podman's userns=auto, Kubernetes' hostUsers: false) keeps its
+// rootfs in host ids: the host-side views and what is written back at delete hold host ids, as
+// runc would leave them (found through Podman with userns=auto: `podman cp` out of an exited
+// container failed with "host ID 0 cannot be mapped to a container ID").
+#[test]
+fn a_callers_own_mapping_keeps_host_ids_in_the_rootfs() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("wr-callermap");
+    let root = image_with_workdir(&env);
+    // the caller's storage is in its host ids (Podman chowns an image's layers for userns=auto)
+    let st = std::process::Command::new("chown")
+        .args(["-R", "300000:300000"])
+        .arg(root.merged.join("sandbox"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut spec = base_spec(LONG_LIVED);
+    spec["root"]["path"] = json!(root.merged);
+    spec["process"]["cwd"] = json!("/sandbox");
+    let map = json!([{"containerID": 0, "hostID": 300000, "size": 65536}]);
+    spec["linux"]["uidMappings"] = map.clone();
+    spec["linux"]["gidMappings"] = map;
+    spec["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "user"}));
+    let c = env.start_container(&spec);
+    env.rloxsc(&["exec", &c.id, "sh", "-c", "echo r > /sandbox/result.txt"])
+        .expect_ok();
+    let on_host = root.merged.join("sandbox/result.txt");
+    assert_eq!(
+        fs::metadata(&on_host).unwrap().uid(),
+        300000,
+        "host-side view"
+    );
+    env.rloxsc(&["delete", "--force", &c.id]).expect_ok();
+    assert_eq!(fs::read_to_string(&on_host).unwrap(), "r\n");
+    assert_eq!(
+        fs::metadata(&on_host).unwrap().uid(),
+        300000,
+        "written back"
+    );
+    // a writable path whose directory the mapping lacks (Podman's API makes a missing workdir as
+    // host root) is the container root's
+    fs::create_dir_all(root.merged.join("work")).unwrap();
+    let mut spec2 = spec.clone();
+    spec2["process"]["cwd"] = json!("/work");
+    spec2["process"]["args"] = json!(["sh", "-c", "echo w > /work/w && cat /work/w"]);
+    let out = env.run_spec(&spec2);
+    out.expect_ok();
+    assert_eq!(out.stdout, "w\n");
+    // the image's own files keep the ids they have on disk
+    assert_eq!(
+        fs::metadata(root.merged.join("sandbox/in-image.txt"))
+            .unwrap()
+            .uid(),
+        300000
+    );
+}

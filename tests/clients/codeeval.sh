@@ -154,8 +154,25 @@ ce_podman_conf() {
         -e "s#^runtime = \"runc\"\$#runtime = \"$1\"#" \
         -e '/^\[containers\]$/a netns = "none"' \
         "$RX_REPO/contrib/podman/containers.conf" >"$f"
+    # rloxsc with Podman's own user namespace, as contrib/podman/containers.conf recommends
+    if [ "$1" = rloxsc ]; then
+        sed -i -e 's/^# userns = "auto"$/userns = "auto"/' "$f"
+        grep -q '^userns = "auto"$' "$f" || { rx_note "contrib/podman/containers.conf: no userns line to set"; return 1; }
+        ce_subids || return 1
+    fi
     grep -q "^rloxsc = \[\"$RLOXSC\"\]" "$f" && grep -q "^runtime = \"$1\"\$" "$f" && grep -q '^netns = "none"$' "$f" \
         || { rx_note "contrib/podman/containers.conf: no [containers], runtime or rloxsc line to set"; return 1; }
+}
+
+# ce_subids: ranges for Podman's `userns = "auto"` (the user "containers" in /etc/subuid and
+# /etc/subgid), below rloxsc's own blocks (2^30..); added when missing, removed again by ce_cleanup
+ce_subids() {
+    local f
+    for f in /etc/subuid /etc/subgid; do
+        grep -q '^containers:' "$f" 2>/dev/null && continue
+        echo "containers:200000:800000" >>"$f" || return 1
+        echo "$f" >>"$CE_DIR/subids-added"
+    done
 }
 
 ce_podman_sock() { echo "$CE_DIR/podman-$1.sock"; }
@@ -186,7 +203,7 @@ ce_import() {
         echo "podman has an image $CE_IMG not made by this suite: not replaced (remove it to run codeeval)"; return 1
     fi
     # an earlier run's image (interrupted before its cleanup) goes first: re-tagging would leave it dangling
-    ce_cleanup
+    ce_cleanup_images
     local dargs=() pargs=() c
     for c in "${CE_IMG_CHANGES[@]}"; do dargs+=(-c "$c"); pargs+=(--change "$c"); done
     tar --numeric-owner -C "$CE_ROOTFS" -cf - . | "$D" import "${dargs[@]}" - "$CE_IMG" >"$CE_DIR/docker-import.log" 2>&1 \
@@ -201,7 +218,18 @@ ce_import() {
 ce_links() { ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' | sort; }
 
 # cleanup (run.sh's cleanup, before it stops the daemons): this suite's containers and images
+# ce_cleanup: at the end (run.sh), the containers and images of ce_cleanup_images and the subid
+# ranges ce_subids added
 ce_cleanup() {
+    local f
+    ce_cleanup_images
+    for f in $(cat "$CE_DIR/subids-added" 2>/dev/null); do
+        sed -i '/^containers:200000:800000$/d' "$f"
+    done
+    rm -f "$CE_DIR/subids-added"
+}
+
+ce_cleanup_images() {
     local ids conf="$CE_DIR/containers-rloxsc.conf"
     if [ -x "$D" ] && rx_docker_up; then
         ids=$("$D" ps -aq --filter "label=$CE_LABEL" 2>/dev/null)

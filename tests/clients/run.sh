@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/clients/run.sh [docker|podman|ctr|cri|cri2|all]... - rloxsc driven by the real clients (as root).
+# tests/clients/run.sh [docker|podman|ctr|cri|cri2|codeeval|all]... - rloxsc driven by the real clients (as root).
 #
 # Installs what it needs from Debian's archive (docker.io, containerd, podman, conmon, runc, jq,
 # containernetworking-plugins, python3-venv; /usr/sbin/policy-rc.d first, so no daemon auto-starts) and,
@@ -22,7 +22,7 @@
 #   RLOXSC_CRI_VENV=DIR    the CRI client's venv (default /var/tmp/rloxsc-ci-cri-venv, reused if its pins match)
 #   RLOXSC_CRI2_HANDLER=runc  cri2 (containerd 2.x) runs its runtime-neutral scenarios through the handler runc (baseline)
 #   RLOXSC_CRI2_RUNC=PATH  that handler's runc (default /usr/sbin/runc); RLOXSC_CONTAINERD2_VERSION: containerd2.sh
-#   codeeval (not in all): llm-sandbox and the docker SDK's archive pattern through Docker and Podman, rloxsc
+#   codeeval: llm-sandbox and the docker SDK's archive pattern through Docker and Podman, rloxsc
 #                          side by side with runc (tests/clients/codeeval.sh); RLOXSC_CODEEVAL_VENV=DIR (default
 #                          /var/tmp/rloxsc-ci-codeeval-venv), RLOXSC_CODEEVAL_JOBS=N (llm-sandbox scenarios at a time, 2)
 set -uo pipefail
@@ -33,13 +33,13 @@ export W=/tmp/rloxsc-clients-$$
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 export RX_LIB RLOXSC W
 
-usage() { echo "usage: $0 [docker|podman|ctr|cri|cri2|all]..." >&2; exit 2; }
+usage() { echo "usage: $0 [docker|podman|ctr|cri|cri2|codeeval|all]..." >&2; exit 2; }
 CLIENTS=()
 for a in "${@:-all}"; do
     case $a in
-        all) CLIENTS+=(docker podman ctr cri cri2) ;;
+        all) CLIENTS+=(docker podman ctr cri cri2 codeeval) ;;
         docker|podman|ctr|cri|cri2) CLIENTS+=("$a") ;;
-        codeeval) CLIENTS+=("$a") ;;   # not in all: ~5-8 min, the first time +2-5 min to build its image (cached)
+        codeeval) CLIENTS+=("$a") ;;   # ~5-8 min, the first time +2-5 min to build its image (cached)
         -h|--help) usage ;;
         *) echo "unknown client: $a" >&2; usage ;;
     esac
