@@ -378,6 +378,19 @@ fn base_of(spec: &Spec) -> Option<u32> {
         .map(|m| m.host_id())
 }
 
+/// Whether the image's directory `dest` exists and the container's root could not open it: its
+/// owner is not one of the container's ids and its "other" bits lack read and search.
+fn image_dir_closed_to(rootfs: &Path, dest: &Path, ids: &crate::writable::IdMap) -> bool {
+    // (never through a symlink of the image: crate::writable::open_image_dir)
+    let Ok(Some(fd)) = crate::writable::open_image_dir(rootfs, dest) else {
+        return false;
+    };
+    match nix::sys::stat::fstat(fd.as_raw_fd()) {
+        Ok(st) => !ids.maps_host_uid(st.st_uid) && st.st_mode & 0o005 != 0o005,
+        Err(_) => false,
+    }
+}
+
 /// The container's id mapping: the spec's, for a new user namespace; otherwise the block at `base`
 /// (a user namespace the container joins).
 fn id_map(spec: &Spec, base: Option<u32>) -> Option<crate::writable::IdMap> {
@@ -612,6 +625,7 @@ pub fn prepare(
         }
     }
     let mut inverse: Option<OwnedFd> = None;
+    let mut unreachable: Vec<PathBuf> = Vec::new();
     for m in spec.mounts_mut().iter_mut().flatten() {
         if m.typ().as_deref() != Some("tmpfs") || m.destination() == Path::new("/dev") {
             continue;
@@ -621,6 +635,21 @@ pub fn prepare(
         let writable = all
             .iter()
             .any(|o| o == crate::harden::filesystem::WRITABLE_MARK);
+        if writable && !idmapped {
+            if let Some(ids) = &ids {
+                if image_dir_closed_to(&root, m.destination(), ids) {
+                    // libcontainer mounts from inside the user namespace and cannot open a
+                    // directory only host root may (a 0700 /root as the workdir, under overlayfs)
+                    tracing::warn!(
+                        "the image's {} is closed to the container's root (the rootfs cannot be idmapped): it gets no writable tmpfs (policy key {})",
+                        m.destination().display(),
+                        crate::policy::keys::WRITABLE
+                    );
+                    unreachable.push(m.destination().clone());
+                    continue;
+                }
+            }
+        }
         let options: Vec<String> = all
             .into_iter()
             .filter(|o| o != "tmpcopyup" && o != crate::harden::filesystem::WRITABLE_MARK)
@@ -660,6 +689,12 @@ pub fn prepare(
         let mut opts = vec!["bind".to_string()];
         opts.extend(flags);
         m.set_options(Some(opts));
+    }
+
+    if !unreachable.is_empty() {
+        if let Some(ms) = spec.mounts_mut().as_mut() {
+            ms.retain(|m| !unreachable.contains(m.destination()));
+        }
     }
 
     // a joined network namespace, in a user namespace: its sysfs is made from outside (see

@@ -407,3 +407,37 @@ fn a_callers_own_mapping_keeps_host_ids_in_the_rootfs() {
         300000
     );
 }
+
+// Under overlayfs (not idmapped) libcontainer, mounting from inside the user namespace, cannot open
+// an image directory only host root may (found through Podman with `-w /root`: every create failed
+// with "cannot re-open"). Such a path gets no writable tmpfs; the container still starts.
+#[test]
+fn a_writable_path_closed_to_the_container_is_skipped_not_fatal() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("wr-closed");
+    let root = image_with_workdir(&env);
+    fs::create_dir_all(root.merged.join("secret")).unwrap();
+    fs::set_permissions(
+        root.merged.join("secret"),
+        fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    let policy = env.dir.join("policy.toml");
+    fs::write(
+        &policy,
+        "[filesystem]\nwritable = [\"/tmp\", \"/secret\"]\n",
+    )
+    .unwrap();
+    let mut spec = base_spec(&[
+        "sh",
+        "-c",
+        "echo t > /tmp/t && cat /tmp/t; ls /secret 2>&1 | head -1",
+    ]);
+    spec["root"]["path"] = json!(root.merged);
+    let out = env.run_spec_with_policy(&spec, &policy);
+    out.expect_ok();
+    assert!(out.stdout.starts_with("t\n"), "{out}");
+    assert!(out.stdout.contains("Permission denied"), "{out}");
+}

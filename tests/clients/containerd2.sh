@@ -197,18 +197,19 @@ rx_cri2_cleanup_dirs() {
 }
 
 # ---------------------------------------------------------------------------------------------------
-# the nginx-style image: a Debian bookworm rootfs (mmdebstrap, variant essential) with nginx-light,
-# its command `nginx -g "daemon off;"` (what the official image runs), as an OCI archive
+# the nginx-style image: a Debian bookworm rootfs (mmdebstrap, variant essential) with nginx-light
+# and apache2 (the httpd-image scenario runs `apache2ctl -D FOREGROUND` from it), its command
+# `nginx -g "daemon off;"` (what the official image runs), as an OCI archive
 # (rx_mk_oci_archive). Rootfs and archive are cached in $RX_NGINX_CACHE (rebuilt when the recipe changes).
 
-RX_NGINX_RECIPE="bookworm essential nginx-light v1"
+RX_NGINX_RECIPE="bookworm essential nginx-light apache2 v2"
 rx_nginx_archive() {
     local c=$RX_NGINX_CACHE new
     if [ -s "$c/nginx-oci.tar" ] && [ "$(cat "$c/stamp" 2>/dev/null)" = "$RX_NGINX_RECIPE" ]; then return 0; fi
     command -v mmdebstrap >/dev/null || rx_install_packages mmdebstrap || return 1
     mkdir -p "$c"; new=$c/rootfs.new
     rm -rf "$new" "$c/rootfs" "$c/nginx-oci.tar"
-    mmdebstrap --mode=root --variant=essential --include=nginx-light \
+    mmdebstrap --mode=root --variant=essential --include=nginx-light,apache2 \
         --aptopt='Acquire::Languages "none"' --aptopt='APT::Install-Recommends "false"' \
         --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
         --dpkgopt='path-exclude=/usr/share/doc/*' \
@@ -216,7 +217,7 @@ rx_nginx_archive() {
         "deb http://deb.debian.org/debian-security bookworm-security main" >"$c/mmdebstrap.log" 2>&1 \
         || { tail -n 15 "$c/mmdebstrap.log" >&2; return 1; }
     rm -rf "$new"/var/lib/apt/lists/* "$new"/var/cache/apt/*.bin "$new"/var/cache/apt/archives/*.deb
-    [ -x "$new/usr/sbin/nginx" ] || { rx_note "no /usr/sbin/nginx in the nginx rootfs"; return 1; }
+    [ -x "$new/usr/sbin/nginx" ] && [ -x "$new/usr/sbin/apache2" ] || { rx_note "no /usr/sbin/nginx or apache2 in the web servers' rootfs"; return 1; }
     mv "$new" "$c/rootfs"
     rx_mk_oci_archive "$c/rootfs" "$c/nginx-oci.tar" "$IMG_CRI_NGINX" '["nginx", "-g", "daemon off;"]' || return 1
     echo "$RX_NGINX_RECIPE" >"$c/stamp"

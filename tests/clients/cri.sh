@@ -65,10 +65,11 @@ runtime-features k_features
 mount-recursive-read-only k_rro
 userns-pod k_userns
 nginx-image k_nginx
+httpd-image k_httpd
 "
 # the scenarios that hold for any runc-compatible runtime (no rloxsc hardening asserted)
 CRI_RUNTIME_NEUTRAL="exit-code-and-logs pod-shared-network pod-shared-pid oom volume-under-tmp volume-at-tmp
-propagation-host-to-container runtime-features mount-recursive-read-only userns-pod nginx-image"
+propagation-host-to-container runtime-features mount-recursive-read-only userns-pod nginx-image httpd-image"
 
 rx_cri_select "$RX_CLIENT"
 if [ "$CRI_HANDLER" = rloxsc ]; then
@@ -929,9 +930,36 @@ k_nginx() {
     fi
     k_assert_rloxsc "$web" "$(k_ctr_pid "$web")"
     k_step_run client "$(k_sh "$RX_LONG")"
-    wait_for 10 cri exec "$CID" sh -c 'wget -q -O - http://127.0.0.1/ | grep -q "Welcome to nginx"' \
-        || fail "BUG: nginx does not serve on the pod's loopback: $(cri exec "$CID" wget -q -O - http://127.0.0.1/ 2>&1 | tail -n 2 | tr '\n' ' ')"
+    # (the image also holds apache2, whose index.html Debian's nginx would serve first: ask for nginx's own page)
+    wait_for 10 cri exec "$CID" sh -c 'wget -q -O - http://127.0.0.1/index.nginx-debian.html | grep -q "Welcome to nginx"' \
+        || fail "BUG: nginx does not serve on the pod's loopback: $(cri exec "$CID" wget -q -O - http://127.0.0.1/index.nginx-debian.html 2>&1 | tail -n 2 | tr '\n' ' ')"
     ok cri exec "$web" sh -c 'for d in / /etc /usr /usr/sbin /var/www/html; do if touch $d/.rxci 2>/dev/null; then echo "$d writable"; else echo "$d ro"; fi; done'
+    if [ "$CRI_HANDLER" = rloxsc ]; then
+        assert_no_match "system files writable under rloxsc" ' writable$' "$OUT"
+    fi
+}
+
+# an httpd-style image: Debian's apache2 in the same rootfs, `apache2ctl -D FOREGROUND` (it makes its
+# run and lock directories under /run, logs to /var/log/apache2, binds port 80); under rloxsc its
+# system files are read-only
+k_httpd() {
+    local web st log
+    cri images | jq -e --arg i "$IMG_CRI_NGINX" '[.images[].repo_tags[]] | index($i)' >/dev/null \
+        || skip "no image $IMG_CRI_NGINX in the CRI (the setup could not build it: $RX_NGINX_CACHE)"
+    k_step_runp httpd
+    K_NO_ASSERT=1 k_step_run web '["apache2ctl", "-D", "FOREGROUND"]' "$(jq -nc --arg i "$IMG_CRI_NGINX" '{image: {image: $i}}')"
+    web=$CID
+    sleep 2
+    if ! k_ctr_is "$web" CONTAINER_RUNNING; then
+        st=$(k_ctr_json "$web")
+        log=$(k_log_text "$(jq -r .status.log_path <<<"$st")" | tail -n 5 | tr '\n' ';')
+        fail "BUG: the httpd image exited ($(jq -r '.status.state + " exit " + (.status.exit_code | tostring)' <<<"$st")): $log"
+    fi
+    k_assert_rloxsc "$web" "$(k_ctr_pid "$web")"
+    k_step_run client "$(k_sh "$RX_LONG")"
+    wait_for 10 cri exec "$CID" sh -c 'wget -q -O - http://127.0.0.1/ | grep -q "Apache2 Debian Default Page"' \
+        || fail "BUG: apache2 does not serve on the pod's loopback: $(cri exec "$CID" wget -q -O - http://127.0.0.1/ 2>&1 | tail -n 2 | tr '\n' ' ')"
+    ok cri exec "$web" sh -c 'for d in / /etc /etc/apache2 /usr /usr/sbin /var/www/html; do if touch $d/.rxci 2>/dev/null; then echo "$d writable"; else echo "$d ro"; fi; done'
     if [ "$CRI_HANDLER" = rloxsc ]; then
         assert_no_match "system files writable under rloxsc" ' writable$' "$OUT"
     fi

@@ -262,13 +262,14 @@ p_bind_mount() {
 
 # code-eval's pattern in the workdir: copy code in, run it there, copy its result out
 p_cp_workdir() {
-    # (Podman refuses a -w absent from the image: the image's /root, which is not a system path)
-    p_start cpw -w /root
+    # (Podman refuses a -w absent from the image: the image's /mnt. A 0700 directory of host root's,
+    # such as /root, gets no writable tmpfs under overlayfs: SECURITY.md, known limitations)
+    p_start cpw -w /mnt
     echo "print-me-$$" >"$W/pcpw-in.txt"
-    ok podman cp "$W/pcpw-in.txt" "$CID:/root/in.txt"
-    ok podman exec "$CID" sh -c 'mkdir -p /root/sub && cat /root/in.txt > /root/sub/out.txt && pwd'
-    assert_eq "workdir" /root "$OUT"
-    ok podman cp "$CID:/root/sub/out.txt" "$W/pcpw-out.txt"
+    ok podman cp "$W/pcpw-in.txt" "$CID:/mnt/in.txt"
+    ok podman exec "$CID" sh -c 'mkdir -p /mnt/sub && cat /mnt/in.txt > /mnt/sub/out.txt && pwd'
+    assert_eq "workdir" /mnt "$OUT"
+    ok podman cp "$CID:/mnt/sub/out.txt" "$W/pcpw-out.txt"
     assert_eq "workdir result copied out" "print-me-$$" "$(cat "$W/pcpw-out.txt")"
     run_cap podman exec "$CID" sh -c 'touch /usr/bin/rxci 2>&1 || echo ro'
     assert_match "/usr read-only" 'ro$' "$OUT"
