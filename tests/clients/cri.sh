@@ -912,55 +912,40 @@ k_userns() {
     assert_eq "the sandbox's and the container's user namespace" "$(readlink "/proc/$(k_pod_pid "$POD")/ns/user")" "$(readlink "/proc/$pid/ns/user")"
 }
 
-# an nginx-style image (Debian's nginx-light, its command `nginx -g "daemon off;"`, no volumes, no
-# securityContext): it must keep running and serve on the pod's loopback; under rloxsc its system
-# files are read-only
-k_nginx() {
-    local web st log
+# k_web_image NAME CMD-JSON URL-PATH TEXT DIRS: a web server from the web servers' image (no volumes,
+# no securityContext) must keep running and serve TEXT at URL-PATH on the pod's loopback; under
+# rloxsc the DIRS (its system files) stay read-only
+k_web_image() {
+    local name=$1 cmd=$2 path=$3 text=$4 dirs=$5 web st log
     cri images | jq -e --arg i "$IMG_CRI_NGINX" '[.images[].repo_tags[]] | index($i)' >/dev/null \
         || skip "no image $IMG_CRI_NGINX in the CRI (the setup could not build it: $RX_NGINX_CACHE)"
-    k_step_runp nginx
-    K_NO_ASSERT=1 k_step_run web '[]' "$(jq -nc --arg i "$IMG_CRI_NGINX" '{image: {image: $i}}')"
+    k_step_runp "$name"
+    K_NO_ASSERT=1 k_step_run web "$cmd" "$(jq -nc --arg i "$IMG_CRI_NGINX" '{image: {image: $i}}')"
     web=$CID
     sleep 2
     if ! k_ctr_is "$web" CONTAINER_RUNNING; then
         st=$(k_ctr_json "$web")
         log=$(k_log_text "$(jq -r .status.log_path <<<"$st")" | tail -n 5 | tr '\n' ';')
-        fail "BUG: the nginx image exited ($(jq -r '.status.state + " exit " + (.status.exit_code | tostring)' <<<"$st")): $log"
+        fail "BUG: the $name image exited ($(jq -r '.status.state + " exit " + (.status.exit_code | tostring)' <<<"$st")): $log"
     fi
     k_assert_rloxsc "$web" "$(k_ctr_pid "$web")"
     k_step_run client "$(k_sh "$RX_LONG")"
-    # (the image also holds apache2, whose index.html Debian's nginx would serve first: ask for nginx's own page)
-    wait_for 10 cri exec "$CID" sh -c 'wget -q -O - http://127.0.0.1/index.nginx-debian.html | grep -q "Welcome to nginx"' \
-        || fail "BUG: nginx does not serve on the pod's loopback: $(cri exec "$CID" wget -q -O - http://127.0.0.1/index.nginx-debian.html 2>&1 | tail -n 2 | tr '\n' ' ')"
-    ok cri exec "$web" sh -c 'for d in / /etc /usr /usr/sbin /var/www/html; do if touch $d/.rxci 2>/dev/null; then echo "$d writable"; else echo "$d ro"; fi; done'
+    wait_for 10 cri exec "$CID" sh -c "wget -q -O - http://127.0.0.1$path | grep -q '$text'" \
+        || fail "BUG: $name does not serve on the pod's loopback: $(cri exec "$CID" wget -q -O - "http://127.0.0.1$path" 2>&1 | tail -n 2 | tr '\n' ' ')"
+    ok cri exec "$web" sh -c "for d in $dirs; do if touch \$d/.rxci 2>/dev/null; then echo \"\$d writable\"; else echo \"\$d ro\"; fi; done"
     if [ "$CRI_HANDLER" = rloxsc ]; then
         assert_no_match "system files writable under rloxsc" ' writable$' "$OUT"
     fi
 }
 
-# an httpd-style image: Debian's apache2 in the same rootfs, `apache2ctl -D FOREGROUND` (it makes its
-# run and lock directories under /run, logs to /var/log/apache2, binds port 80); under rloxsc its
-# system files are read-only
+# an nginx-style image: Debian's nginx-light, the image's command `nginx -g "daemon off;"` (the image
+# also holds apache2, whose index.html Debian's nginx would serve first: ask for nginx's own page)
+k_nginx() {
+    k_web_image nginx '[]' /index.nginx-debian.html "Welcome to nginx" "/ /etc /usr /usr/sbin /var/www/html"
+}
+
+# an httpd-style image: Debian's apache2 from the same rootfs, `apache2ctl -D FOREGROUND` (it makes
+# its run and lock directories under /run, logs to /var/log/apache2, binds port 80)
 k_httpd() {
-    local web st log
-    cri images | jq -e --arg i "$IMG_CRI_NGINX" '[.images[].repo_tags[]] | index($i)' >/dev/null \
-        || skip "no image $IMG_CRI_NGINX in the CRI (the setup could not build it: $RX_NGINX_CACHE)"
-    k_step_runp httpd
-    K_NO_ASSERT=1 k_step_run web '["apache2ctl", "-D", "FOREGROUND"]' "$(jq -nc --arg i "$IMG_CRI_NGINX" '{image: {image: $i}}')"
-    web=$CID
-    sleep 2
-    if ! k_ctr_is "$web" CONTAINER_RUNNING; then
-        st=$(k_ctr_json "$web")
-        log=$(k_log_text "$(jq -r .status.log_path <<<"$st")" | tail -n 5 | tr '\n' ';')
-        fail "BUG: the httpd image exited ($(jq -r '.status.state + " exit " + (.status.exit_code | tostring)' <<<"$st")): $log"
-    fi
-    k_assert_rloxsc "$web" "$(k_ctr_pid "$web")"
-    k_step_run client "$(k_sh "$RX_LONG")"
-    wait_for 10 cri exec "$CID" sh -c 'wget -q -O - http://127.0.0.1/ | grep -q "Apache2 Debian Default Page"' \
-        || fail "BUG: apache2 does not serve on the pod's loopback: $(cri exec "$CID" wget -q -O - http://127.0.0.1/ 2>&1 | tail -n 2 | tr '\n' ' ')"
-    ok cri exec "$web" sh -c 'for d in / /etc /etc/apache2 /usr /usr/sbin /var/www/html; do if touch $d/.rxci 2>/dev/null; then echo "$d writable"; else echo "$d ro"; fi; done'
-    if [ "$CRI_HANDLER" = rloxsc ]; then
-        assert_no_match "system files writable under rloxsc" ' writable$' "$OUT"
-    fi
+    k_web_image httpd '["apache2ctl", "-D", "FOREGROUND"]' / "Apache2 Debian Default Page" "/ /etc /etc/apache2 /usr /usr/sbin /var/www/html"
 }
