@@ -331,7 +331,7 @@ fn uncontained_detector_flags_a_process_without_the_filter() {
     // once it has exec'd (found in CI: read between fork and exec, its argv was still empty)
     let cmdline = format!("/proc/{}/cmdline", host.id());
     assert!(poll_until(Duration::from_secs(5), || {
-        std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(b"sleep\0301"))
+        std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(b"sleep\x00301"))
     }));
     let procs = cgroup_dirs_of(&c.id)
         .into_iter()
