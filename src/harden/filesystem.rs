@@ -530,19 +530,11 @@ fn mount(dest: &str, typ: &str, src: &str, options: &[&str]) -> Mount {
     m
 }
 
-/// Always masks the standard paths and makes `/proc/sys` etc. read-only. On cgroup v1 every hierarchy
-/// bind-mounted by libcontainer (read-write, whatever the spec says) is added to the read-only paths.
-pub fn harden_masked_and_readonly_paths(spec: &mut Spec, facts: &HostFacts, changes: &mut Changes) {
-    let cgroup_dests: Vec<String> = spec
-        .mounts()
-        .as_ref()
-        .map(|ms| {
-            ms.iter()
-                .filter(|m| matches!(m.typ().as_deref(), Some("cgroup") | Some("cgroup2")))
-                .map(|m| m.destination().display().to_string())
-                .collect()
-        })
-        .unwrap_or_default();
+/// Always masks the standard paths and makes `/proc/sys` etc. read-only. The cgroup mounts need no
+/// read-only paths of their own: they are read-only mounts ([`harden_mounts`]), which libcontainer
+/// (patch 0008) applies to every cgroup v1 hierarchy and to the tmpfs holding them, and the
+/// verification proves every cgroup filesystem read-only from outside.
+pub fn harden_masked_and_readonly_paths(spec: &mut Spec, changes: &mut Changes) {
     let linux = spec.linux_mut().get_or_insert_with(Default::default);
 
     let mut masked = linux.masked_paths().clone().unwrap_or_default();
@@ -558,16 +550,10 @@ pub fn harden_masked_and_readonly_paths(spec: &mut Spec, facts: &HostFacts, chan
     linux.set_masked_paths(Some(masked));
 
     let mut ro = linux.readonly_paths().clone().unwrap_or_default();
-    let mut want: Vec<String> = policy::READONLY_PATHS
+    let want: Vec<String> = policy::READONLY_PATHS
         .iter()
         .map(|s| s.to_string())
         .collect();
-    for d in &cgroup_dests {
-        want.push(d.clone());
-        for h in &facts.cgroup_v1_hierarchies {
-            want.push(format!("{d}/{h}"));
-        }
-    }
     let added: Vec<String> = want.into_iter().filter(|p| !ro.contains(p)).collect();
     if !added.is_empty() {
         ro.extend(added.iter().cloned());
@@ -864,17 +850,21 @@ mod tests {
     }
 
     #[test]
-    fn masked_and_cgroup_readonly_paths_are_set() {
+    fn masked_and_readonly_paths_are_set_without_one_per_cgroup_hierarchy() {
         let mut s = careless_spec();
         let mut c = Changes::default();
-        harden_masked_and_readonly_paths(&mut s, &facts(), &mut c);
+        harden_masked_and_readonly_paths(&mut s, &mut c);
         let l = s.linux().as_ref().unwrap();
         let m = l.masked_paths().as_ref().unwrap();
         assert!(m.contains(&"/proc/kcore".to_string()));
         let ro = l.readonly_paths().as_ref().unwrap();
         assert!(ro.contains(&"/proc/sys".to_string()));
-        assert!(ro.contains(&"/sys/fs/cgroup/pids".to_string()));
-        assert!(ro.contains(&"/sys/fs/cgroup/memory".to_string()));
+        // the cgroup mount itself is read-only (sysfs_and_cgroup_become_readonly): no bind-remount of
+        // each hierarchy on top of it
+        assert!(
+            !ro.iter().any(|p| p.starts_with("/sys/fs/cgroup")),
+            "{ro:?}"
+        );
     }
 
     #[test]

@@ -290,13 +290,8 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
         }
         match typ.as_str() {
             "proc" if dest != "/proc" => return Err(format!("extra proc mount at {dest}")),
-            "sysfs" | "cgroup" | "cgroup2" => {
-                if !has(&o, "ro") || has(&o, "rw") {
-                    return Err(format!("{typ} at {dest} not read-only"));
-                }
-                if typ != "sysfs" && !ro.contains(&dest) {
-                    return Err(format!("cgroupfs at {dest} not in readonlyPaths"));
-                }
+            "sysfs" | "cgroup" | "cgroup2" if !has(&o, "ro") || has(&o, "rw") => {
+                return Err(format!("{typ} at {dest} not read-only"));
             }
             "tmpfs" => {
                 if !has(&o, "nosuid") || has(&o, "suid") {

@@ -158,7 +158,7 @@ pub fn harden(
     namespaces::harden_user_namespace(&mut spec, facts, &mut changes)?;
     filesystem::harden_root(&mut spec, facts, &mut changes)?;
     filesystem::harden_mounts(&mut spec, &policy, facts, &mut changes)?;
-    filesystem::harden_masked_and_readonly_paths(&mut spec, facts, &mut changes);
+    filesystem::harden_masked_and_readonly_paths(&mut spec, &mut changes);
     resources::harden_cgroups_path(&mut spec, id, &policy, &mut changes);
     resources::harden_limits(&mut spec, &policy, &mut changes);
     resources::harden_sysctls(&mut spec, &mut changes);

@@ -319,6 +319,7 @@ impl Mount {
                 MountError::Other(err.into())
             })?;
         tracing::debug!("cgroup root: {:?}", cgroup_root);
+        let cgroup_tmpfs = open_cgroup_tmpfs(options.root, cgroup_mount.destination())?;
 
         let symlink = Symlink::new();
 
@@ -328,7 +329,7 @@ impl Mount {
                 if options.cgroup_ns {
                     self.setup_namespaced_subsystem(
                         cgroup_mount,
-                        options,
+                        cgroup_tmpfs.as_fd(),
                         subsystem_name,
                         subsystem_name == "systemd",
                     )?;
@@ -349,6 +350,23 @@ impl Mount {
             }
         }
 
+        // a read-only cgroup mount: the tmpfs holding the hierarchies too, once they are in it
+        if is_read_only(cgroup_mount) {
+            let read_only = linux::MountAttr {
+                attr_set: linux::MOUNT_ATTR_RDONLY,
+                attr_clr: 0,
+                propagation: 0,
+                userns_fd: 0,
+            };
+            self.syscall.mount_setattr(
+                cgroup_tmpfs.as_fd(),
+                Path::new(""),
+                linux::AT_EMPTY_PATH,
+                &read_only,
+                mem::size_of::<linux::MountAttr>(),
+            )?;
+        }
+
         Ok(())
     }
 
@@ -358,7 +376,7 @@ impl Mount {
     fn setup_namespaced_subsystem(
         &self,
         cgroup_mount: &SpecMount,
-        options: &MountOptions,
+        cgroup_tmpfs: std::os::fd::BorrowedFd<'_>,
         subsystem_name: &str,
         named: bool,
     ) -> Result<()> {
@@ -388,17 +406,25 @@ impl Mount {
             subsystem_name.into()
         };
 
+        let mut flags = MsFlags::MS_NOEXEC | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        if is_read_only(cgroup_mount) {
+            flags |= MsFlags::MS_RDONLY;
+        }
         let mount_options_config = MountOptionConfig {
-            flags: MsFlags::MS_NOEXEC | MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            flags,
             data: vec![data.into_owned()],
             rec_attr: None,
         };
 
-        self.mount_into_container(
+        // the hierarchy's directory is made in the tmpfs this container's cgroup mount just put
+        // there (nothing else can have written into it): no resolution of the rootfs per hierarchy
+        let dest = cgroup_tmpfs_subdir(cgroup_tmpfs, subsystem_name)?;
+        self.mount_at(
             &subsystem_mount,
-            options.root,
+            Path::new("cgroup"),
+            dest.as_fd(),
             &mount_options_config,
-            options.label,
+            &mount_options_config.data,
         )
         .map_err(|err| {
             tracing::error!("failed to mount {subsystem_mount:?}: {err}");
@@ -450,7 +476,7 @@ impl Mount {
                 )
                 .typ("bind")
                 .options(
-                    ["rw", "rbind"]
+                    [if is_read_only(cgroup_mount) { "ro" } else { "rw" }, "rbind"]
                         .iter()
                         .map(|o| o.to_string())
                         .collect::<Vec<String>>(),
@@ -628,7 +654,20 @@ impl Mount {
         };
 
         let dest: OwnedFd = root.resolve(container_dest)?.into();
-        let dest_fd = dest.as_fd();
+        self.mount_at(m, &src, dest.as_fd(), mount_option_config, &data_options)
+    }
+
+    /// Mounts `m` (whose source is `src`) on the directory or file `dest_fd`, already resolved
+    /// inside the rootfs.
+    fn mount_at(
+        &self,
+        m: &SpecMount,
+        src: &Path,
+        dest_fd: std::os::fd::BorrowedFd<'_>,
+        mount_option_config: &MountOptionConfig,
+        data_options: &[String],
+    ) -> Result<()> {
+        let typ = m.typ().as_deref();
 
         // fd-based mount flow:
         // - bind: open_tree -> mount_setattr -> move_mount
@@ -1012,6 +1051,61 @@ pub fn find_parent_mount(
             MountError::Custom(format!("can't find the parent mount of {:?}", rootfs))
         })?;
     Ok(parent_mount_info)
+}
+
+/// Whether the spec mount asks to be read-only.
+#[cfg(feature = "v1")]
+fn is_read_only(m: &SpecMount) -> bool {
+    m.options()
+        .as_ref()
+        .is_some_and(|o| o.iter().any(|o| o == "ro"))
+}
+
+/// The tmpfs just mounted at `dest` in `rootfs` for the cgroup v1 hierarchies, resolved once in the
+/// rootfs; it must be a tmpfs mount root (the one this container's cgroup mount put there).
+#[cfg(feature = "v1")]
+fn open_cgroup_tmpfs(rootfs: &Path, dest: &Path) -> Result<OwnedFd> {
+    let fd: OwnedFd = Root::open(rootfs)?.resolve(dest)?.into();
+    let fs = nix::sys::statfs::fstatfs(&fd).map_err(SyscallError::Nix)?;
+    if fs.filesystem_type() != nix::sys::statfs::TMPFS_MAGIC {
+        return Err(MountError::Custom(format!(
+            "{} is not the tmpfs just mounted for the cgroup hierarchies",
+            dest.display()
+        )));
+    }
+    Ok(fd)
+}
+
+/// Makes (or opens) the directory `name` directly in the cgroup tmpfs `parent`, never following a
+/// symlink.
+#[cfg(feature = "v1")]
+fn cgroup_tmpfs_subdir(parent: std::os::fd::BorrowedFd<'_>, name: &str) -> Result<OwnedFd> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::{Mode, mkdirat};
+    if name.contains('/') || name == ".." || name == "." {
+        return Err(MountError::Custom(format!(
+            "bad cgroup hierarchy name {name:?}"
+        )));
+    }
+    match mkdirat(
+        Some(parent.as_raw_fd()),
+        name,
+        Mode::from_bits_truncate(0o755),
+    ) {
+        Ok(()) | Err(Errno::EEXIST) => {}
+        Err(e) => return Err(SyscallError::Nix(e).into()),
+    }
+    let fd = openat(
+        Some(parent.as_raw_fd()),
+        name,
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(SyscallError::Nix)?;
+    // SAFETY: openat just returned this fd, which nothing else owns
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 #[cfg(test)]
