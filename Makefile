@@ -4,8 +4,8 @@
 SHELL := /bin/bash
 CARGO ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 PREFIX ?= /usr/local
-BIN := target/release/rloxsc
-FAULT_BIN := target/fault/release/rloxsc
+BIN := target/x86_64-unknown-linux-gnu/release/rloxsc
+FAULT_BIN := target/fault/x86_64-unknown-linux-gnu/release/rloxsc
 DEMO := bundles/demo
 ROOT ?= /run/rloxsc
 DEMO_PORT := 47123

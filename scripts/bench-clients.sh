@@ -35,7 +35,7 @@ trap cleanup EXIT
 rx_install_packages docker.io containerd podman conmon runc jq hyperfine python3-yaml \
     containernetworking-plugins python3-venv || exit 2
 make -C "$REPO" --no-print-directory build bundles >"$W/make.log" 2>&1 || { tail -20 "$W/make.log"; exit 2; }
-rx_install_rloxsc "$REPO/target/release/rloxsc" || exit 2
+rx_install_rloxsc "$REPO/target/x86_64-unknown-linux-gnu/release/rloxsc" || exit 2
 rx_rootfs_tar "$REPO/bundles/demo/rootfs" "$W/rootfs.tar" || exit 2
 rx_ensure_containerd || { echo "containerd did not start" >&2; exit 2; }
 # the test suite keeps runc out of containerd's PATH (to catch silent fallbacks); the benchmark needs

@@ -45,7 +45,7 @@ set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RT_SRC="" YOUKI_SRC="" SUITE=all NO_BUILD=0 REPORT_ONLY=0 RT_ONLY="" CONTEST_ONLY=""
-RLOXSC_BIN="$REPO/target/release/rloxsc"
+RLOXSC_BIN="$REPO/target/x86_64-unknown-linux-gnu/release/rloxsc"
 RUNC_BIN=$(command -v runc 2>/dev/null || echo /usr/sbin/runc)
 WORK=/var/tmp/rloxsc-conformance
 RUNTIMES="rloxsc runc"
@@ -86,7 +86,7 @@ SUMMARY="$WORK/summary.txt"
 : >"$SUMMARY"
 say() { echo "$*" | tee -a "$SUMMARY"; }
 
-# The binaries under test are copied so a rebuild of target/release during the run changes nothing.
+# The binaries under test are copied so a rebuild of target/x86_64-unknown-linux-gnu/release during the run changes nothing.
 for rt in $RUNTIMES; do
     case "$rt" in
         rloxsc) src=$RLOXSC_BIN ;;
@@ -133,7 +133,7 @@ if [ "$NO_BUILD" = 0 ]; then
     fi
 fi
 if want_contest && [ "$REPORT_ONLY" = 0 ]; then
-    install -m 0755 "$WORK/build/contest-target/release/contest" "$WORK/bin/contest" 2>/dev/null &&
+    install -m 0755 "$WORK/build/contest-target/x86_64-unknown-linux-gnu/release/contest" "$WORK/bin/contest" 2>/dev/null &&
         install -m 0755 "$WORK/build/runtimetest-target/x86_64-unknown-linux-gnu/release/runtimetest" \
             "$WORK/bin/contest-runtimetest" 2>/dev/null || die "contest not built (run without --no-build)"
 fi

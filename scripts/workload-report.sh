@@ -11,7 +11,7 @@
 #   --trace    instead: run each item under rloxsc with strace attached from the host and list the
 #              syscalls rloxsc's filter answered (make workload-syscalls; with --doc, into the doc)
 #
-# Needs root, target/release/rloxsc (make build), runc and strace (installed from Debian's archive
+# Needs root, target/x86_64-unknown-linux-gnu/release/rloxsc (make build), runc and strace (installed from Debian's archive
 # when missing). Builds bundles/workload/rootfs first (cached; scripts/build-workload-bundle.sh).
 # Exit status 1 when a test passes under runc but not under rloxsc and the difference has no
 # documented reason in scripts/workload/expected-differences.txt.
@@ -21,7 +21,7 @@ cd "$ROOT"
 log() { echo "workload-report: $*" >&2; }
 
 [ "$(id -u)" = 0 ] || { log "needs root: it creates containers"; exit 1; }
-[ -x target/release/rloxsc ] || { log "target/release/rloxsc missing: run make build"; exit 1; }
+[ -x target/x86_64-unknown-linux-gnu/release/rloxsc ] || { log "target/x86_64-unknown-linux-gnu/release/rloxsc missing: run make build"; exit 1; }
 
 doc=()
 args=()

@@ -1,5 +1,5 @@
 //! Test-only fault injection. The production binary has none of it: the `fault-injection` cargo feature
-//! builds a separate binary (`make` puts it at `target/fault/release/rloxsc`) in which the environment
+//! builds a separate binary (`make` puts it at `target/fault/x86_64-unknown-linux-gnu/release/rloxsc`) in which the environment
 //! variable `RLOXSC_FAULT` (a comma-separated list) skips one hardening or makes one step fail, so that
 //! tests can show each verification fires and each failure fails closed.
 

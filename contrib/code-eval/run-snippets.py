@@ -91,7 +91,7 @@ def run_one(a, work, i, snippet):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("snippets", nargs="*")
-    ap.add_argument("--rloxsc", default=os.path.join(REPO, "target/release/rloxsc"))
+    ap.add_argument("--rloxsc", default=os.path.join(REPO, "target/x86_64-unknown-linux-gnu/release/rloxsc"))
     ap.add_argument("--rootfs", default=os.path.join(REPO, "bundles/workload/rootfs"))
     ap.add_argument("--work", default="/var/tmp/rloxsc-code-eval")
     ap.add_argument("--state-root", default="/run/rloxsc-code-eval")

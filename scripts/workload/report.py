@@ -601,7 +601,7 @@ def main():
 
 def run_main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rloxsc", default=os.path.join(REPO, "target/release/rloxsc"))
+    ap.add_argument("--rloxsc", default=os.path.join(REPO, "target/x86_64-unknown-linux-gnu/release/rloxsc"))
     ap.add_argument("--runc", default=shutil.which("runc") or "/usr/sbin/runc")
     ap.add_argument("--rootfs", default=os.path.join(REPO, "bundles/workload/rootfs"))
     ap.add_argument("--work", default="/var/tmp/rloxsc-workload")

@@ -13,7 +13,7 @@
 #
 # Environment:
 #   RLOXSC_BIN=PATH        use this rloxsc binary instead of building (`make build bundles`)
-#   RLOXSC_NO_BUILD=1      do not run make; use target/release/rloxsc and bundles/demo/rootfs as they are
+#   RLOXSC_NO_BUILD=1      do not run make; use target/x86_64-unknown-linux-gnu/release/rloxsc and bundles/demo/rootfs as they are
 #   RLOXSC_INSTALL=PATH    where the clients find rloxsc (default /usr/local/sbin/rloxsc; name must be rloxsc)
 #   RLOXSC_TEST_ROOTFS=DIR the image's root filesystem (default bundles/demo/rootfs)
 #   RLOXSC_ALLOW_SKIP=1    a scenario whose prerequisite is missing is skipped instead of failing
@@ -144,14 +144,14 @@ rx_install_packages "${PKGS[@]}" || RX_SETUP_ERROR="apt-get install of ${PKGS[*]
 if [ -n "${RLOXSC_BIN:-}" ]; then
     SRC_BIN=$RLOXSC_BIN
 elif [ "${RLOXSC_NO_BUILD:-0}" = 1 ]; then
-    SRC_BIN=$RX_REPO/target/release/rloxsc
+    SRC_BIN=$RX_REPO/target/x86_64-unknown-linux-gnu/release/rloxsc
 else
     echo "make build bundles"
     if ! make -C "$RX_REPO" --no-print-directory build bundles >"$W/make.log" 2>&1; then
         tail -n 30 "$W/make.log" >&2
         RX_SETUP_ERROR="make build bundles failed"
     fi
-    SRC_BIN=$RX_REPO/target/release/rloxsc
+    SRC_BIN=$RX_REPO/target/x86_64-unknown-linux-gnu/release/rloxsc
 fi
 ROOTFS=${RLOXSC_TEST_ROOTFS:-$RX_REPO/bundles/demo/rootfs}
 if [ -z "$RX_SETUP_ERROR" ]; then

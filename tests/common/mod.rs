@@ -7,7 +7,7 @@
 //!
 //! Where things come from:
 //! - the runtime: `RLOXSC_BIN`, else the binary cargo built for this test run;
-//! - the fault-injection runtime: `RLOXSC_FAULT_BIN`, else `target/fault/release/rloxsc`;
+//! - the fault-injection runtime: `RLOXSC_FAULT_BIN`, else `target/fault/x86_64-unknown-linux-gnu/release/rloxsc`;
 //! - the root filesystem: `RLOXSC_TEST_ROOTFS`, else `bundles/demo/rootfs`.
 //!
 //! Missing prerequisites fail the test ([`require_prereqs`]) unless `RLOXSC_ALLOW_SKIP=1`.
@@ -60,7 +60,9 @@ pub fn rloxsc_bin() -> PathBuf {
 pub fn fault_bin() -> PathBuf {
     std::env::var_os("RLOXSC_FAULT_BIN")
         .map(PathBuf::from)
-        .unwrap_or_else(|| manifest_dir().join("target/fault/release/rloxsc"))
+        .unwrap_or_else(|| {
+            manifest_dir().join("target/fault/x86_64-unknown-linux-gnu/release/rloxsc")
+        })
 }
 
 /// The shared test root filesystem (busybox + /bin/escape-demo).

@@ -31,7 +31,7 @@ if [ -n "${RLOXSC_BIN:-}" ]; then
   [ -n "${RLOXSC_TEST_ROOTFS:-}" ] || (cd "$repo" && make --no-print-directory bundles) || exit 1
 else
   (cd "$repo" && make --no-print-directory build bundles) || { echo "v2guest: make build bundles failed" >&2; exit 1; }
-  BIN=$repo/target/release/rloxsc
+  BIN=$repo/target/x86_64-unknown-linux-gnu/release/rloxsc
 fi
 ROOTFS=$(readlink -f "${RLOXSC_TEST_ROOTFS:-$repo/bundles/demo/rootfs}")
 [ -x "$BIN" ] || { echo "v2guest: $BIN is not an executable" >&2; exit 1; }
