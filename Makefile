@@ -113,11 +113,19 @@ bench: build bundles
 bench-clients: build bundles
 	bash scripts/bench-clients.sh
 
+# The installed binary is made immutable (chattr +i): sealed at rest against CVE-2019-5736, rloxsc runs
+# it as is instead of re-executing itself from a read-only bind mount on every create, run and exec
+# (SECURITY.md). Where the filesystem cannot, it stays as installed and rloxsc re-executes.
+INSTALLED := $(DESTDIR)$(PREFIX)/bin/rloxsc
 install: build
-	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/rloxsc
+	@if [ -e $(INSTALLED) ]; then chattr -i $(INSTALLED) 2>/dev/null || true; fi
+	install -D -m 0755 $(BIN) $(INSTALLED)
+	@if chattr +i $(INSTALLED) 2>/dev/null; then echo "$(INSTALLED): immutable (chattr +i), sealed at rest; make uninstall clears it"; \
+	else echo "$(INSTALLED): not made immutable (the filesystem cannot): rloxsc re-executes itself from a read-only bind mount instead"; fi
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/rloxsc
+	@if [ -e $(INSTALLED) ]; then chattr -i $(INSTALLED) 2>/dev/null || true; fi
+	rm -f $(INSTALLED)
 
 fmt:
 	$(CARGO) fmt --all

@@ -8,11 +8,13 @@
 # Usage: scripts/bench.sh [--runs N] [--containers N] [--rloxsc PATH] [--json-dir DIR] [--no-steps]
 #   --runs N        timed runs per runtime and scenario (default 30)
 #   --containers N  containers in the throughput scenario, 8 at a time (default 200)
-#   --rloxsc PATH   rloxsc binary (default <repo>/target/release/rloxsc)
+#   --rloxsc PATH   rloxsc binary (default <repo>/target/x86_64-unknown-linux-gnu/release/rloxsc)
 #   --json-dir DIR  also copy hyperfine's JSON exports to DIR (kept)
 #   --no-steps      skip the "what each hardening step costs" table (crun variants, rloxsc phases)
 #
-# The runtimes: rloxsc; runc; crun given the same `runc spec` bundle; and "crun+h", crun given the
+# The runtimes: rloxsc, installed as `make install` does (immutable, so it runs as is); rloxsc-reexec,
+# the same binary as built (writable: it re-executes itself from a read-only bind mount before every
+# create, src/exeseal.rs); runc; crun given the same `runc spec` bundle; and "crun+h", crun given the
 # spec rloxsc hands libcontainer for that bundle (its hardened spec, plus an OCI seccomp profile that
 # allows the same syscalls as rloxsc's filter), so the mechanics are compared on equal work.
 #
@@ -28,7 +30,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RUNS=30
 CONTAINERS=200
 PARALLEL=8
-RLOXSC="$REPO/target/release/rloxsc"
+RLOXSC="$REPO/target/x86_64-unknown-linux-gnu/release/rloxsc"
 JSON_DIR=""
 STEPS=1
 WARMUP=3
@@ -106,11 +108,12 @@ TMP=$(mktemp -d /run/rloxsc-bench.XXXXXX) || die "mktemp failed"
 chmod 0711 "$TMP"
 TAG=${TMP##*.}
 CG_PARENT=rloxsc-bench
-RUNTIMES_ALL=(rloxsc runc crun crun+h)
+RUNTIMES_ALL=(rloxsc rloxsc-reexec runc crun crun+h)
 
 bin_of() {
     case "$1" in
-        rloxsc) printf '%s' "$RLOXSC" ;;
+        rloxsc) printf '%s' "$INSTALLED" ;;
+        rloxsc-reexec) printf '%s' "$RLOXSC" ;;
         runc) command -v runc ;;
         crun|crun+h) printf '/usr/bin/crun' ;;
     esac
@@ -122,7 +125,7 @@ rt_argv() { RT_ARGV=("$(bin_of "$1")" --root "$(state_of "$1")"); }
 
 leftovers() {
     [ -d "$(state_of "$1")" ] || return 0
-    [ "$1" = rloxsc ] && [ ! -x "$RLOXSC" ] && return 0
+    case "$1" in rloxsc*) [ -x "$(bin_of "$1")" ] || return 0 ;; esac
     rt_argv "$1"
     timeout 20 "${RT_ARGV[@]}" list -q 2>/dev/null || true
 }
@@ -155,12 +158,25 @@ cleanup() {
         done
         rmdir /sys/fs/cgroup/unified/"$CG_PARENT" 2>/dev/null
     fi
+    [ -n "${INSTALLED:-}" ] && [ -e "$INSTALLED" ] && chattr -i "$INSTALLED" 2>/dev/null
     rm -rf "$TMP"
     exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# ------------------------------------------------------------ binaries ----
+# "rloxsc" is the binary as `make install` installs it: immutable (chattr +i), sealed at rest, so it
+# runs as is; "rloxsc-reexec" is the same binary as built (writable), which re-executes itself from
+# a read-only bind mount before every create (src/exeseal.rs): the difference is that execve
+INSTALLED=""
+if [ -x "$RLOXSC" ]; then
+    mkdir -p "$TMP/bin"
+    INSTALLED="$TMP/bin/rloxsc"
+    install -m 0755 "$RLOXSC" "$INSTALLED" || die "cannot install $RLOXSC into $TMP/bin"
+    chattr +i "$INSTALLED" 2>/dev/null || log "warning: $TMP/bin cannot hold an immutable file: rloxsc re-executes itself too"
+fi
 
 # -------------------------------------------------------------- bundles ----
 BASE="$TMP/bundle"
@@ -187,7 +203,7 @@ mk_bundles() {
     done
     mkdir -p "$(state_of "$1")"
 }
-for r in rloxsc runc crun; do mk_bundles "$r" "$BASE/runc-spec.json"; done
+for r in rloxsc rloxsc-reexec runc crun; do mk_bundles "$r" "$BASE/runc-spec.json"; done
 
 # crun+h: the spec rloxsc's create hands libcontainer for the same bundle (read back from its
 # private bundle), without rloxsc's own mount marker, plus an OCI seccomp profile allowing the
@@ -232,7 +248,13 @@ smoke() {
     fi
     log "smoke $r: ${STATUS[$r]}"
 }
-if [ -x "$RLOXSC" ]; then smoke rloxsc; else STATUS[rloxsc]="missing: $RLOXSC (cargo build --release?)"; fi
+if [ -x "$RLOXSC" ]; then
+    smoke rloxsc
+    smoke rloxsc-reexec
+else
+    STATUS[rloxsc]="missing: $RLOXSC (cargo build --release?)"
+    STATUS[rloxsc-reexec]=${STATUS[rloxsc]}
+fi
 smoke runc
 smoke crun
 if [ "${STATUS[rloxsc]}" = ok ] && make_hardened_spec; then
@@ -362,7 +384,7 @@ fi
 if [ "$STEPS" = 1 ] && [ "${STATUS[rloxsc]}" = ok ]; then
     log "rloxsc phases: $RUNS runs with --debug"
     for i in $(seq 1 "$RUNS"); do
-        "$RLOXSC" --root "$(state_of rloxsc)" --debug --log "$TMP/phases.log" run --bundle "$TMP/b-rloxsc" ph$i \
+        "$(bin_of rloxsc)" --root "$(state_of rloxsc)" --debug --log "$TMP/phases.log" run --bundle "$TMP/b-rloxsc" ph$i \
             >/dev/null 2>&1 </dev/null
     done
     # each run's marks are "<verb> <id>: <phase> at <duration>": per phase, the median increment
@@ -401,20 +423,20 @@ echo
 echo "rloxsc benchmark - $(date -u '+%Y-%m-%d %H:%M:%SZ'), $(nproc) CPUs, kernel $(uname -r), $LAYOUT"
 echo "runs=$RUNS warmup=$WARMUP, throughput $CONTAINERS containers x $PARALLEL parallel; runc $(runc --version | awk 'NR==1{print $3}'), crun $(/usr/bin/crun --version | awk 'NR==1{print $3}'), hyperfine $(hyperfine --version | awk '{print $2}'), rloxsc $("$RLOXSC" --version 2>/dev/null | awk 'NR==2{print $2}')"
 echo
-printf '%-8s %9s %9s %11s %12s %10s %10s %9s %9s %5s\n' runtime "run med" "run p95" "lifecycle" "CPU/run" "cont/s" "CPU/cont" syscalls "RSS KiB" left
-printf '%-8s %9s %9s %11s %12s %10s %10s %9s %9s %5s\n' "" ms ms "med ms" "u+s ms" "(x$PARALLEL)" "(x$PARALLEL) ms" "per run" "peak" ""
+printf '%-14s %9s %9s %11s %12s %10s %10s %9s %9s %5s\n' runtime "run med" "run p95" "lifecycle" "CPU/run" "cont/s" "CPU/cont" syscalls "RSS KiB" left
+printf '%-14s %9s %9s %11s %12s %10s %10s %9s %9s %5s\n' "" ms ms "med ms" "u+s ms" "(x$PARALLEL)" "(x$PARALLEL) ms" "per run" "peak" ""
 for r in "${RUNTIMES_ALL[@]}"; do
     [ "${STATUS[$r]:-}" = ok ] || [ -n "${MED[run,$r]:-}" ] || continue
-    printf '%-8s %9s %9s %11s %12s %10s %10s %9s %9s %5s\n' "$r" "$(fmt "${MED[run,$r]:-}")" "$(fmt "${P95[run,$r]:-}")" \
+    printf '%-14s %9s %9s %11s %12s %10s %10s %9s %9s %5s\n' "$r" "$(fmt "${MED[run,$r]:-}")" "$(fmt "${P95[run,$r]:-}")" \
         "$(fmt "${MED[lifecycle,$r]:-}")" "$(fmt "$(cpu "$r")")" "${TPUT[$r]:--}" "${TPCPU[$r]:--}" \
         "${CALLS[$r]:--}" "${RSS[$r]:--}" "$(( ${LEFT[run,$r]:-0} + ${LEFT[lifecycle,$r]:-0} ))"
 done
 echo
 echo "ratios to crun (same run):"
-printf '%-8s %9s %9s %11s %12s %10s %10s %9s %9s\n' runtime "run med" "run p95" lifecycle "CPU/run" "cont/s" "CPU/cont" syscalls "RSS"
-for r in rloxsc runc crun+h; do
+printf '%-14s %9s %9s %11s %12s %10s %10s %9s %9s\n' runtime "run med" "run p95" lifecycle "CPU/run" "cont/s" "CPU/cont" syscalls "RSS"
+for r in rloxsc rloxsc-reexec runc crun+h; do
     [ -n "${MED[run,$r]:-}" ] || continue
-    printf '%-8s %9s %9s %11s %12s %10s %10s %9s %9s\n' "$r" \
+    printf '%-14s %9s %9s %11s %12s %10s %10s %9s %9s\n' "$r" \
         "$(ratio "${MED[run,$r]:-}" "${MED[run,crun]:-}")" "$(ratio "${P95[run,$r]:-}" "${P95[run,crun]:-}")" \
         "$(ratio "${MED[lifecycle,$r]:-}" "${MED[lifecycle,crun]:-}")" "$(ratio "$(cpu "$r")" "$(cpu crun)")" \
         "$(ratio "${TPUT[$r]:-}" "${TPUT[crun]:-}")" "$(ratio "${TPCPU[$r]:-}" "${TPCPU[crun]:-}")" \

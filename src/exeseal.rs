@@ -1,12 +1,14 @@
 //! CVE-2019-5736 defence: the container must never get a writable handle to the rloxsc binary.
 //!
 //! A container process can reach the runtime's binary through `/proc/<pid>/exe` of the container's init
-//! (a clone of rloxsc until the payload's execve) or by making the payload `#!/proc/self/exe`. Before any
-//! verb that creates container processes, rloxsc re-executes itself from a private, detached, read-only
-//! overlayfs mount of its own directory (the approach runc 1.2 took): `/proc/self/exe` then names a file
-//! on a read-only superblock, so a write through it fails with EROFS. Unlike a sealed memfd copy of the
-//! whole binary (~20 ms here) this copies nothing: a mount and an execve. If the kernel cannot do it,
-//! rloxsc falls back to the sealed memfd copy; if that fails too, it refuses to run.
+//! (a clone of rloxsc until the payload's execve) or by making the payload `#!/proc/self/exe`. A binary
+//! sealed at rest is run as is: one on a read-only mount, or an immutable file (`chattr +i`, which
+//! `make install` sets; nobody, root included, can open it for writing until root clears the flag).
+//! Otherwise, before any verb that creates container processes, rloxsc re-executes itself from a
+//! read-only bind mount of its own binary under [`SEALED_DIR`] (one execve per invocation), else from a
+//! private, detached, read-only overlayfs mount of its own directory (the approach runc 1.2 took), else
+//! from a sealed memfd copy (~20 ms here); `/proc/self/exe` then names a file a write cannot reach
+//! (EROFS, EPERM). If all of these fail, it refuses to run.
 
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -32,6 +34,10 @@ pub enum Sealing {
     /// `/proc/self/exe` is on some other read-only mount (e.g. the binary was installed on a read-only
     /// bind mount): a write through it fails with EROFS, and a container can never remount it.
     ReadOnlyMount,
+    /// `/proc/self/exe` is an immutable file (`chattr +i`, as `make install` leaves it): opening it for
+    /// writing fails with EPERM for every process, and clearing the flag needs CAP_LINUX_IMMUTABLE in
+    /// the host's user namespace, which no container has.
+    Immutable,
     /// `/proc/self/exe` is a sealed memfd.
     SealedMemfd,
     /// Neither.
@@ -55,6 +61,9 @@ pub fn sealing_of(path: &Path) -> Sealing {
     if read_only {
         return Sealing::ReadOnlyMount;
     }
+    if is_immutable(&c) {
+        return Sealing::Immutable;
+    }
     if let Ok(f) = std::fs::File::open(path) {
         // SAFETY: fcntl on an fd we own.
         let seals = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GET_SEALS) };
@@ -64,6 +73,24 @@ pub fn sealing_of(path: &Path) -> Sealing {
         }
     }
     Sealing::Unsealed
+}
+
+/// Whether the file `path` names (symlinks followed) has the immutable attribute, by `statx(2)`.
+fn is_immutable(path: &CStr) -> bool {
+    // SAFETY: statx is a plain-data C struct, for which all-zero bytes are valid.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and `stx` a struct the kernel fills.
+    let ok = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::AT_STATX_SYNC_AS_STAT,
+            libc::STATX_BASIC_STATS,
+            &mut stx,
+        )
+    } == 0;
+    let immutable = libc::STATX_ATTR_IMMUTABLE as u64;
+    ok && stx.stx_attributes_mask & immutable != 0 && stx.stx_attributes & immutable != 0
 }
 
 fn sys(ret: libc::c_long, what: &str) -> Result<OwnedFd> {

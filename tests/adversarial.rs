@@ -1250,13 +1250,51 @@ fn cve_2019_5736_exec_cannot_overwrite_the_runtime() {
     if !require_adversary() {
         return;
     }
-    let env = TestEnv::new("cve-2019-5736");
+    exec_attack_on_a_private_runtime_copy("cve-2019-5736", false);
+}
+
+/// The same attack on a binary installed as `make install` leaves it, immutable (`chattr +i`):
+/// rloxsc runs it as is (no re-execution from a read-only bind mount), and the kernel refuses every
+/// open for writing.
+#[test]
+fn cve_2019_5736_exec_cannot_overwrite_an_immutable_runtime() {
+    if !require_adversary() {
+        return;
+    }
+    exec_attack_on_a_private_runtime_copy("cve-2019-5736-imm", true);
+}
+
+/// `chattr +i` on a file for as long as it lives; `chattr -i` when dropped (so the test's directory
+/// can be removed).
+struct Immutable(PathBuf);
+
+impl Immutable {
+    fn set(path: &Path) -> Immutable {
+        let st = Command::new("chattr").arg("+i").arg(path).status();
+        assert!(
+            st.is_ok_and(|s| s.success()),
+            "chattr +i {} failed: this test needs a filesystem with the immutable attribute (ext4, tmpfs, ...)",
+            path.display()
+        );
+        Immutable(path.to_path_buf())
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+    }
+}
+
+fn exec_attack_on_a_private_runtime_copy(name: &str, immutable: bool) {
+    let env = TestEnv::new(name);
     // a private copy: nothing else executes it, so only rloxsc's sealing can stop a write (the shared
     // binary is kept busy (ETXTBSY) by other users, which would hide the hole)
     let bin = env.dir.join("rloxsc");
     fs::copy(rloxsc_bin(), &bin).unwrap();
     fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
     let before = fs::read(&bin).unwrap();
+    let _immutable = immutable.then(|| Immutable::set(&bin));
     // an image with glibc, so that the container can run the (dynamically linked) runtime binary
     let rootfs = env.dir.join("rootfs");
     copy_rootfs(&rootfs);
@@ -1291,6 +1329,26 @@ fn cve_2019_5736_exec_cannot_overwrite_the_runtime() {
         "create failed: {}",
         fs::read_to_string(env.dir.join("attacker.err")).unwrap_or_default()
     );
+    if immutable {
+        // sealed at rest: the container's init runs the installed file itself, not a sealed copy
+        let state = run_binary(&env, &bin, &["state", &id]).expect("state");
+        let pid = serde_json::from_str::<Value>(&state.stdout).expect("state JSON")["pid"]
+            .as_i64()
+            .unwrap();
+        let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+        assert_eq!(
+            exe, bin,
+            "an immutable binary was re-executed from a sealed copy"
+        );
+        let w = fs::OpenOptions::new()
+            .write(true)
+            .open(format!("/proc/{pid}/exe"));
+        assert!(
+            w.as_ref()
+                .is_err_and(|e| e.raw_os_error() == Some(libc::EPERM)),
+            "opening the immutable runtime for writing: {w:?}"
+        );
+    }
     let start = run_binary(&env, &bin, &["start", &id]);
     assert!(start.as_ref().is_ok_and(|o| o.ok()), "{start:?}");
     assert!(

@@ -2648,7 +2648,7 @@ static void race_exe(void)
     int have_bb = stat("/bin/busybox", &bb_st) == 0;
     say("RACE READY /tmp/evil");
     static struct held held[256];
-    int nheld = 0, seen_pids = 0, wopen_ok = 0, rdonly_mounts = 0, writable_mounts = 0;
+    int nheld = 0, seen_pids = 0, wopen_ok = 0, rdonly_mounts = 0, immutable_files = 0, writable_mounts = 0;
     int errs_erofs = 0, errs_etxtbsy = 0, errs_eacces = 0, errs_other = 0, opath_denied = 0;
     char example[512] = "";
     time_t end = time(NULL) + race_seconds;
@@ -2693,8 +2693,13 @@ static void race_exe(void)
             ssize_t n = readlink(lp, h->target, sizeof h->target - 1);
             h->target[n > 0 ? n : 0] = 0;
             struct statvfs sv;
+            struct statx stx;
             if (fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY))
                 rdonly_mounts++;
+            else if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) == 0 &&
+                     (stx.stx_attributes_mask & STATX_ATTR_IMMUTABLE) && (stx.stx_attributes & STATX_ATTR_IMMUTABLE))
+                /* immutable: no write ever, whether or not the runtime still runs */
+                immutable_files++;
             else {
                 writable_mounts++;
                 if (!example[0])
@@ -2745,9 +2750,9 @@ static void race_exe(void)
     const char *stats = "";
     char sb[512];
     snprintf(sb, sizeof sb,
-             "%d foreign executables seen (%s), %d on read-only mounts, %d on writable ones; reopen for writing: "
+             "%d foreign executables seen (%s), %d on read-only mounts, %d immutable, %d other; reopen for writing: "
              "%d EROFS, %d ETXTBSY, %d EACCES/EPERM, %d other; O_PATH denied %d times; /proc/self/exe: %s",
-             seen_pids, targets[0] ? targets : "-", rdonly_mounts, writable_mounts, errs_erofs, errs_etxtbsy,
+             seen_pids, targets[0] ? targets : "-", rdonly_mounts, immutable_files, writable_mounts, errs_erofs, errs_etxtbsy,
              errs_eacces, errs_other, opath_denied, self_w >= 0 ? "OPENED FOR WRITING" : en(self_err));
     stats = sb;
     if (wopen_ok || self_w >= 0)

@@ -221,7 +221,10 @@ rx_install_rloxsc() {
     [ -x "$src" ] || { rx_note "no rloxsc binary at $src"; return 1; }
     [ "$(basename "$RLOXSC")" = rloxsc ] || { rx_note "RLOXSC must be named rloxsc, not $(basename "$RLOXSC")"; return 1; }
     if ! cmp -s "$src" "$RLOXSC" 2>/dev/null; then
+        # installed as `make install` does: immutable, so rloxsc runs it without re-executing
+        [ -e "$RLOXSC" ] && chattr -i "$RLOXSC" 2>/dev/null
         install -D -m 0755 "$src" "$RLOXSC" || return 1
+        chattr +i "$RLOXSC" 2>/dev/null || rx_note "$RLOXSC could not be made immutable: rloxsc re-executes itself"
     fi
     "$RLOXSC" --version >&2
 }
