@@ -161,6 +161,7 @@ impl Executor for HardenedExecutor {
             .map(|a| CString::new(a.as_bytes()))
             .collect::<Result<_, _>>()
             .map_err(|_| ExecutorError::InvalidArg)?;
+        reset_signals();
         let err = nix::unistd::execvp(&argv[0], &argv).unwrap_err();
         let msg = match err {
             nix::errno::Errno::ENOENT => format!("exec: {:?}: no such file or directory", args[0]),
@@ -168,6 +169,51 @@ impl Executor for HardenedExecutor {
             e => format!("exec: {:?}: {}", args[0], e.desc()),
         };
         Err(ExecutorError::Other(msg))
+    }
+}
+
+/// Every signal back to its default disposition and none blocked, as the payload starts under runc
+/// and crun: an ignored signal stays ignored across execve, and rloxsc's own process ignores SIGPIPE
+/// (as every Rust program does), as may whoever started rloxsc (a shell's background job ignores
+/// SIGINT and SIGQUIT) — which would leave `yes | head` and Python's `KeyboardInterrupt` behaving
+/// differently in the container.
+fn reset_signals() {
+    // the kernel's struct sigaction for rt_sigaction(2), all zero: SIG_DFL, no flags, empty mask
+    #[repr(C)]
+    struct KernelSigaction {
+        handler: usize,
+        flags: u64,
+        restorer: usize,
+        mask: u64,
+    }
+    let default = KernelSigaction {
+        handler: libc::SIG_DFL,
+        flags: 0,
+        restorer: 0,
+        mask: 0,
+    };
+    // the raw syscall: glibc's sigaction refuses its internal signals 32 and 33, which a caller may
+    // have left ignored too
+    for sig in 1..=64 {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: rt_sigaction with a valid struct for the new action, no old action, 8-byte masks
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                sig,
+                &default as *const KernelSigaction,
+                std::ptr::null_mut::<KernelSigaction>(),
+                8usize,
+            )
+        };
+    }
+    // SAFETY: an empty set, filled by sigemptyset, then installed as the mask
+    unsafe {
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
     }
 }
 

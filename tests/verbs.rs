@@ -227,3 +227,53 @@ fn printing_verbs_end_quietly_when_the_reader_has_gone() {
         );
     }
 }
+
+/// As under runc and crun, the payload of `run` and of `exec` starts with every signal at its default
+/// disposition and none blocked, whatever the runtime's caller ignored (a shell's background job
+/// ignores SIGINT and SIGQUIT) and although rloxsc itself ignores SIGPIPE: an ignored signal survives
+/// execve (Python's `_thread.interrupt_main` then raises nothing; `yes | head` gets EPIPE).
+#[test]
+fn payloads_start_with_default_signal_dispositions() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let env = TestEnv::new("signals");
+    let ignoring = |args: &[&str]| {
+        let mut cmd = env.command(&rloxsc_bin(), args);
+        // SAFETY: only signal(2) between fork and exec
+        unsafe {
+            cmd.pre_exec(|| {
+                for s in [
+                    libc::SIGINT,
+                    libc::SIGQUIT,
+                    libc::SIGTERM,
+                    libc::SIGHUP,
+                    libc::SIGPIPE,
+                ] {
+                    libc::signal(s, libc::SIG_IGN);
+                }
+                Ok(())
+            });
+        }
+        env.exec(cmd)
+    };
+    let check = |out: &Outcome, verb: &str| {
+        assert_eq!(out.code, 0, "{verb}: {out}");
+        for line in ["SigIgn:\t0000000000000000", "SigBlk:\t0000000000000000"] {
+            assert!(out.stdout.contains(line), "{verb}: no {line:?} in {out}");
+        }
+    };
+    let status = ["/bin/grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"];
+    let id = env.id();
+    let _g = env.guard(&id);
+    let b = env.bundle(&base_spec(&status));
+    let out = ignoring(&["run", "--bundle", b.to_str().unwrap(), &id]);
+    check(&out, "run");
+
+    let c = env.start_container(&base_spec(LONG_LIVED));
+    let mut args = vec!["exec", c.id.as_str()];
+    args.extend(status);
+    let out = ignoring(&args);
+    check(&out, "exec");
+}
