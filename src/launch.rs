@@ -374,7 +374,11 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         userns: guard.userns,
         views: guard.views.clone(),
     };
-    let private = layout.write_bundle(&opts.id, &spec, &record)?;
+    // the private bundle holds the spec every later verb reads (host paths); libcontainer creates
+    // the container from the views' spec, handed over in memory (libcontainer patch 0009)
+    let mut host_spec = spec_on_host;
+    crate::views::forget_mount_idmaps(&mut host_spec);
+    let private = layout.write_bundle(&opts.id, &host_spec, &record)?;
     tracing::debug!(
         "create {}: private bundle written at {:?}",
         opts.id,
@@ -413,6 +417,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     })
     .and_then(|b| {
         b.as_init(&private)
+            .with_spec(spec)
             .with_systemd(false)
             .with_detach(opts.detach || console_path.is_some())
             .with_oci_bundle(&bundle)
@@ -451,9 +456,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         crate::views::ViewDir::remove(&v);
     }
     record.views = None;
-    let mut spec = spec_on_host;
-    crate::views::forget_mount_idmaps(&mut spec);
-    layout.rewrite_spec(&opts.id, &spec)?;
+    let spec = host_spec;
     let pid = container
         .pid()
         .ok_or_else(|| anyhow!("container {:?} has no init pid after create", opts.id))?;

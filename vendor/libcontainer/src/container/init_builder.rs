@@ -26,6 +26,7 @@ pub struct InitContainerBuilder {
     no_pivot: bool,
     as_sibling: bool,
     oci_bundle: Option<PathBuf>,
+    spec: Option<Spec>,
 }
 
 impl InitContainerBuilder {
@@ -40,6 +41,7 @@ impl InitContainerBuilder {
             no_pivot: false,
             as_sibling: false,
             oci_bundle: None,
+            spec: None,
         }
     }
 
@@ -78,6 +80,14 @@ impl InitContainerBuilder {
     /// loaded from another directory (see [`InitContainerBuilder::with_bundle`]).
     pub fn with_oci_bundle<P: Into<PathBuf>>(mut self, bundle: P) -> Self {
         self.oci_bundle = Some(bundle.into());
+        self
+    }
+
+    /// Creates the container from `spec` instead of the bundle's `config.json` (validated and its
+    /// rootfs made absolute against the bundle all the same). The bundle directory stays the one the
+    /// container's state records, whose `config.json` later operations (`exec`) load.
+    pub fn with_spec(mut self, spec: Spec) -> Self {
+        self.spec = Some(spec);
         self
     }
 
@@ -175,8 +185,10 @@ impl InitContainerBuilder {
     }
 
     fn load_spec(&self) -> Result<Spec, LibcontainerError> {
-        let source_spec_path = self.bundle.join("config.json");
-        let mut spec = Spec::load(source_spec_path)?;
+        let mut spec = match &self.spec {
+            Some(spec) => spec.clone(),
+            None => Spec::load(self.bundle.join("config.json"))?,
+        };
         Self::validate_spec(&spec)?;
 
         spec.canonicalize_rootfs(&self.bundle).map_err(|err| {
