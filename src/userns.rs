@@ -260,57 +260,70 @@ pub fn allocated_ranges(except: Option<&Allocation>) -> Vec<(u64, u64)> {
 
 /// A user namespace with `uid_map`/`gid_map` lines as given (`"0 BASE 65536"`), kept alive by the
 /// returned fd (for idmapped mounts: `MOUNT_ATTR_IDMAP` takes a user namespace fd).
+///
+/// The namespace is held by a child cloned straight into it with `CLONE_VM`: no copy of this
+/// process's page tables and no copy-on-write faults in it afterwards (a fork of the runtime cost
+/// more than the namespace). The child shares this process's memory, so it runs nothing but raw
+/// syscalls on a stack of its own until it is killed.
 pub fn namespace_fd(uid_map: &str, gid_map: &str) -> Result<OwnedFd> {
-    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-    let parent = nix::unistd::getpid().as_raw();
-    // SAFETY: the child only calls prctl, getppid, unshare, write and pause (async-signal-safe),
-    // then _exit.
-    match unsafe { nix::unistd::fork() }? {
-        nix::unistd::ForkResult::Child => {
-            drop(r);
-            // SAFETY: as above
-            unsafe {
-                // a runtime killed now must not leave this holder behind
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-                let ok = libc::unshare(libc::CLONE_NEWUSER) == 0;
-                let b = [u8::from(ok)];
-                libc::write(w.as_raw_fd(), b.as_ptr().cast(), 1);
-                libc::pause();
-                libc::_exit(0);
+    const STACK_SIZE: usize = 64 * 1024;
+    extern "C" fn hold(parent: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: raw syscalls only (no allocation, no locks, no Rust runtime): prctl and getppid
+        // cannot fail here, so not even errno (in the shared TLS) is written
+        unsafe {
+            // a runtime killed now must not leave this holder behind
+            libc::syscall(
+                libc::SYS_prctl,
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL,
+                0,
+                0,
+                0,
+            );
+            if libc::syscall(libc::SYS_getppid) != parent as libc::c_long {
+                libc::syscall(libc::SYS_exit, 1);
             }
-        }
-        nix::unistd::ForkResult::Parent { child } => {
-            drop(w);
-            let kill = || {
-                let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
-                let _ = nix::sys::wait::waitpid(child, None);
-            };
-            let mut b = [0u8; 1];
-            let ok = nix::unistd::read(r.as_raw_fd(), &mut b).is_ok_and(|n| n == 1) && b[0] == 1;
-            if !ok {
-                kill();
-                bail!(
-                    "cannot create a user namespace: {} (user.max_user_namespaces, or an LSM, forbids it; policy key {})",
-                    std::io::Error::last_os_error(),
-                    keys::USERNS
-                );
+            loop {
+                libc::syscall(libc::SYS_pause);
             }
-            let res = (|| -> Result<OwnedFd> {
-                std::fs::write(format!("/proc/{child}/uid_map"), uid_map)
-                    .context("cannot write a uid_map")?;
-                std::fs::write(format!("/proc/{child}/gid_map"), gid_map)
-                    .context("cannot write a gid_map")?;
-                let f = std::fs::File::open(format!("/proc/{child}/ns/user"))
-                    .context("cannot open the user namespace")?;
-                Ok(OwnedFd::from(f))
-            })();
-            kill();
-            res
         }
     }
+    let mut stack = vec![0u8; STACK_SIZE];
+    // SAFETY: one past the end of the stack allocation, rounded down to 16 bytes (the stack grows
+    // down from there)
+    let top = unsafe { stack.as_mut_ptr().add(STACK_SIZE) } as usize & !15;
+    let parent = nix::unistd::getpid().as_raw() as usize;
+    // SAFETY: `hold` runs on `stack`, which outlives the child (it is killed and reaped below before
+    // `stack` is dropped), and touches nothing else of this process's memory
+    let child = unsafe {
+        libc::clone(
+            hold,
+            top as *mut libc::c_void,
+            libc::CLONE_NEWUSER | libc::CLONE_VM | libc::SIGCHLD,
+            parent as *mut libc::c_void,
+        )
+    };
+    if child < 0 {
+        bail!(
+            "cannot create a user namespace: {} (user.max_user_namespaces, or an LSM, forbids it; policy key {})",
+            std::io::Error::last_os_error(),
+            keys::USERNS
+        );
+    }
+    let child = nix::unistd::Pid::from_raw(child);
+    let res = (|| -> Result<OwnedFd> {
+        std::fs::write(format!("/proc/{child}/uid_map"), uid_map)
+            .context("cannot write a uid_map")?;
+        std::fs::write(format!("/proc/{child}/gid_map"), gid_map)
+            .context("cannot write a gid_map")?;
+        let f = std::fs::File::open(format!("/proc/{child}/ns/user"))
+            .context("cannot open the user namespace")?;
+        Ok(OwnedFd::from(f))
+    })();
+    let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
+    let _ = nix::sys::wait::waitpid(child, None);
+    drop(stack);
+    res
 }
 
 /// Whether this host can give containers user namespaces and idmapped mounts: creates a user
