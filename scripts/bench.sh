@@ -369,14 +369,30 @@ if [ "$STEPS" = 1 ] && [ "${STATUS[crun+h]}" = ok ]; then
         mk_bundle "$TMP/step$i" "$TMP/step$i.json" "/$CG_PARENT/crunh-$TAG-s$i" '["/bin/true"]'
         hf+=(-n "step$i" "$(rt_cmd crun+h) run --bundle $TMP/step$i s\$\$")
     done
-    log "hardening steps: crun+h with one step taken out at a time"
-    if hyperfine --style basic --warmup "$WARMUP" --runs "$RUNS" --export-json "$TMP/steps.json" "${hf[@]}" >&2; then
+    # in ROUNDS rounds of RUNS/ROUNDS runs each, so that a drift of the machine during the
+    # scenario falls on every variant alike; the median of all of a variant's runs
+    ROUNDS=5
+    per=$(( (RUNS + ROUNDS - 1) / ROUNDS )); [ "$per" -ge 2 ] || per=2
+    log "hardening steps: crun+h with one step taken out at a time ($ROUNDS rounds of $per runs)"
+    ok=1
+    for round in $(seq 1 "$ROUNDS"); do
+        hyperfine --style basic --warmup 1 --runs "$per" --export-json "$TMP/steps-$round.json" "${hf[@]}" >&2 ||
+            { ok=0; break; }
+    done
+    if [ "$ok" = 1 ]; then
+        jq -s '{results: (map(.results) | transpose | map({command: .[0].command, times: (map(.times) | add)}))}' \
+            "$TMP"/steps-*.json >"$TMP/steps.json"
         [ -n "$JSON_DIR" ] && cp "$TMP/steps.json" "$JSON_DIR/steps.json"
-        STEP_MED[all]=$(jq -r '.results[] | select(.command=="crun+h") | .median*1000' "$TMP/steps.json")
+        med_of() {
+            jq -r --arg n "$1" '.results[] | select(.command==$n) | .times | sort
+                | (if length % 2 == 1 then .[length/2|floor] else (.[length/2 - 1] + .[length/2]) / 2 end) * 1000' \
+                "$TMP/steps.json"
+        }
+        STEP_MED[all]=$(med_of crun+h)
         i=0
         for st in "${STEP_NAMES[@]}"; do
             i=$((i + 1))
-            STEP_MED[$st]=$(jq -r --arg n "step$i" '.results[] | select(.command==$n) | .median*1000' "$TMP/steps.json")
+            STEP_MED[$st]=$(med_of "step$i")
         done
     fi
     purge crun+h
@@ -457,6 +473,7 @@ for r in "${RUNTIMES_ALL[@]}"; do [ -n "${FORCED[$r]:-}" ] && forced+=" $r ${FOR
 if [ -n "${STEP_MED[all]:-}" ]; then
     echo
     echo "what each hardening step costs in the mechanics: crun+h's run median with the step taken out"
+    echo "(interleaved rounds; differences below ~0.3 ms are within this machine's noise)"
     printf '  %-34s %9s ms\n' "crun+h (all steps)" "$(fmt "${STEP_MED[all]}")"
     for st in "${STEP_NAMES[@]}"; do
         [ -n "${STEP_MED[$st]:-}" ] || continue

@@ -222,7 +222,7 @@ rx_install_rloxsc() {
     [ "$(basename "$RLOXSC")" = rloxsc ] || { rx_note "RLOXSC must be named rloxsc, not $(basename "$RLOXSC")"; return 1; }
     if ! cmp -s "$src" "$RLOXSC" 2>/dev/null; then
         # installed as `make install` does: immutable, so rloxsc runs it without re-executing
-        [ -e "$RLOXSC" ] && chattr -i "$RLOXSC" 2>/dev/null
+        if [ -e "$RLOXSC" ]; then chattr -i "$RLOXSC" 2>/dev/null || true; fi
         install -D -m 0755 "$src" "$RLOXSC" || return 1
         chattr +i "$RLOXSC" 2>/dev/null || rx_note "$RLOXSC could not be made immutable: rloxsc re-executes itself"
     fi
