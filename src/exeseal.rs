@@ -77,20 +77,9 @@ pub fn sealing_of(path: &Path) -> Sealing {
 
 /// Whether the file `path` names (symlinks followed) has the immutable attribute, by `statx(2)`.
 fn is_immutable(path: &CStr) -> bool {
-    // SAFETY: statx is a plain-data C struct, for which all-zero bytes are valid.
-    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    // SAFETY: `path` is NUL-terminated and `stx` a struct the kernel fills.
-    let ok = unsafe {
-        libc::statx(
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            libc::AT_STATX_SYNC_AS_STAT,
-            libc::STATX_BASIC_STATS,
-            &mut stx,
-        )
-    } == 0;
     let immutable = libc::STATX_ATTR_IMMUTABLE as u64;
-    ok && stx.stx_attributes_mask & immutable != 0 && stx.stx_attributes & immutable != 0
+    crate::fsutil::statx_attributes(path, 0)
+        .is_some_and(|(attrs, mask)| mask & immutable != 0 && attrs & immutable != 0)
 }
 
 fn sys(ret: libc::c_long, what: &str) -> Result<OwnedFd> {
@@ -360,4 +349,35 @@ pub fn ensure_sealed(empty_dir: &Path) -> Result<()> {
     )
     .unwrap_err();
     bail!("cannot re-execute the sealed rloxsc binary: {err}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The seal at rest `make install` relies on: an immutable file counts as sealed, a writable one
+    /// does not (so it still re-executes). Needs root and a filesystem with the attribute (the test's
+    /// temporary directory); anything else fails the test rather than skipping it.
+    #[test]
+    fn an_immutable_file_is_sealed_and_a_writable_one_is_not() {
+        let p = std::env::temp_dir().join(format!("rloxsc-imm-{}", std::process::id()));
+        std::fs::write(&p, b"#!/bin/true\n").unwrap();
+        assert_eq!(sealing_of(&p), Sealing::Unsealed, "{}", p.display());
+        let chattr = |flag: &str| {
+            std::process::Command::new("chattr")
+                .arg(flag)
+                .arg(&p)
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        assert!(
+            chattr("+i"),
+            "chattr +i {} failed (root and ext4/tmpfs needed)",
+            p.display()
+        );
+        let sealed = sealing_of(&p);
+        assert!(chattr("-i"), "chattr -i {}", p.display());
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(sealed, Sealing::Immutable);
+    }
 }

@@ -21,6 +21,25 @@ pub fn refuse_symlink(path: &Path, what: &str) -> Result<()> {
     }
 }
 
+/// The `statx(2)` attributes of `path` and the mask of those its filesystem supports
+/// (`stx_attributes`, `stx_attributes_mask`); `flags` as for statx (`0` follows a final symlink,
+/// `AT_SYMLINK_NOFOLLOW` does not). `None` when statx fails.
+pub fn statx_attributes(path: &std::ffi::CStr, flags: i32) -> Option<(u64, u64)> {
+    // SAFETY: an all-zero statx is a valid buffer for the kernel to fill
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: statx with a NUL-terminated path into our buffer
+    let rc = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            libc::STATX_BASIC_STATS,
+            &mut stx,
+        )
+    };
+    (rc == 0).then_some((stx.stx_attributes, stx.stx_attributes_mask))
+}
+
 /// A random 64-bit value from the kernel (for temporary names nobody can predict).
 pub fn random_u64() -> u64 {
     let mut b = [0u8; 8];

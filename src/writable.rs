@@ -395,19 +395,8 @@ pub fn rootfs_is_own_mount(rootfs: &Path) -> bool {
     let Ok(c) = CString::new(rootfs.as_os_str().as_bytes()) else {
         return false;
     };
-    // SAFETY: an all-zero statx is a valid buffer for the kernel to fill
-    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    // SAFETY: statx with a NUL-terminated path into our buffer
-    let rc = unsafe {
-        libc::statx(
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-            libc::STATX_BASIC_STATS,
-            &mut stx,
-        )
-    };
-    let mount_root = rc == 0 && stx.stx_attributes & (libc::STATX_ATTR_MOUNT_ROOT as u64) != 0;
+    let mount_root = crate::fsutil::statx_attributes(&c, libc::AT_SYMLINK_NOFOLLOW)
+        .is_some_and(|(attrs, _)| attrs & (libc::STATX_ATTR_MOUNT_ROOT as u64) != 0);
     let writable = nix::sys::statvfs::statvfs(rootfs)
         .is_ok_and(|v| !v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY));
     mount_root && writable
