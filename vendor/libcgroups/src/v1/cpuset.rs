@@ -37,8 +37,9 @@ impl Controller for CpuSet {
     fn add_task(pid: Pid, cgroup_path: &Path) -> Result<(), Self::Error> {
         fs::create_dir_all(cgroup_path).wrap_create_dir(cgroup_path)?;
 
-        Self::ensure_not_empty(cgroup_path, CGROUP_CPUSET_CPUS)?;
-        Self::ensure_not_empty(cgroup_path, CGROUP_CPUSET_MEMS)?;
+        let mount_point = util::get_subsystem_mount_point(&ControllerType::CpuSet)?;
+        Self::ensure_not_empty(cgroup_path, &mount_point, CGROUP_CPUSET_CPUS)?;
+        Self::ensure_not_empty(cgroup_path, &mount_point, CGROUP_CPUSET_MEMS)?;
 
         common::write_cgroup_file(cgroup_path.join(CGROUP_PROCS), pid)?;
         Ok(())
@@ -82,9 +83,10 @@ impl CpuSet {
     // Errno 28 (no space left on device) will be returned. Therefore we set the value from the parent if required.
     fn ensure_not_empty(
         cgroup_path: &Path,
+        mount_point: &Path,
         interface_file: &str,
     ) -> Result<(), V1CpuSetControllerError> {
-        let mut current = util::get_subsystem_mount_point(&ControllerType::CpuSet)?;
+        let mut current = mount_point.to_path_buf();
         let relative_cgroup_path = cgroup_path.strip_prefix(&current).map_err(|err| {
             V1CpuSetControllerError::BadCgroupPath {
                 err,

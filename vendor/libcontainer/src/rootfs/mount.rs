@@ -1,6 +1,6 @@
 use std::fs::{Permissions, canonicalize};
 use std::io::{BufRead, BufReader, ErrorKind};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -100,6 +100,52 @@ impl MountInfoProvider for ProcMountInfoProvider {
             .collect::<Result<_>>()?;
         Ok(mount_infos)
     }
+}
+
+/// This process's cgroup path in each v1 hierarchy (keyed by its controllers), relative to its
+/// parent's (the runtime's, when it runs inside a container itself).
+fn process_cgroup_paths() -> Result<HashMap<String, String>> {
+    let ppid = std::os::unix::process::parent_id();
+    // The non-zero ppid means that the PID Namespace is not separated.
+    let ppid = if ppid == 0 { std::process::id() } else { ppid };
+    let root_cgroups = Process::new(ppid as i32)?.cgroups()?.0;
+    let process_cgroups: HashMap<String, String> =
+        ProcessCGroups::from_read(ProcfsHandle::new()?.open(
+            ProcfsBase::ProcSelf,
+            "cgroup",
+            OpenFlags::O_RDONLY | OpenFlags::O_CLOEXEC,
+        )?)?
+        .into_iter()
+        .map(|c| {
+            let hierarchy = c.hierarchy;
+            // When youki itself is running inside a container, the cgroup path
+            // will include the path of pid-1, which needs to be stripped before
+            // mounting.
+            let root_pathname = root_cgroups
+                .iter()
+                .find(|c| c.hierarchy == hierarchy)
+                .map(|c| c.pathname.as_ref())
+                .unwrap_or("");
+            let path = c
+                .pathname
+                .strip_prefix(root_pathname)
+                .unwrap_or(&c.pathname);
+            (c.controllers.join(","), path.to_owned())
+        })
+        .collect();
+    Ok(process_cgroups)
+}
+
+/// The mount destination `dest`, resolved inside `root` (no symlink leaving it, no magic link),
+/// when it already exists as what the mount needs: a directory when `want_dir`, any other kind of
+/// file otherwise. Then nothing has to be created and the destination is resolved once, instead of
+/// once by `mkdir_all` (which also reopens every component through procfs) and again for the
+/// mount.
+fn existing_destination(root: &Root, dest: &Path, want_dir: bool) -> Option<OwnedFd> {
+    let fd: OwnedFd = root.resolve(dest).ok()?.into();
+    let st = nix::sys::stat::fstat(fd.as_raw_fd()).ok()?;
+    let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+    (is_dir == want_dir).then_some(fd)
 }
 
 #[derive(Debug)]
@@ -277,35 +323,12 @@ impl Mount {
             .collect();
         tracing::debug!("cgroup mounts: {:?}", host_mounts);
 
-        // get process cgroups
-        let ppid = std::os::unix::process::parent_id();
-        // The non-zero ppid means that the PID Namespace is not separated.
-        let ppid = if ppid == 0 { std::process::id() } else { ppid };
-        let root_cgroups = Process::new(ppid as i32)?.cgroups()?.0;
-        let process_cgroups: HashMap<String, String> =
-            ProcessCGroups::from_read(ProcfsHandle::new()?.open(
-                ProcfsBase::ProcSelf,
-                "cgroup",
-                OpenFlags::O_RDONLY | OpenFlags::O_CLOEXEC,
-            )?)?
-            .into_iter()
-            .map(|c| {
-                let hierarchy = c.hierarchy;
-                // When youki itself is running inside a container, the cgroup path
-                // will include the path of pid-1, which needs to be stripped before
-                // mounting.
-                let root_pathname = root_cgroups
-                    .iter()
-                    .find(|c| c.hierarchy == hierarchy)
-                    .map(|c| c.pathname.as_ref())
-                    .unwrap_or("");
-                let path = c
-                    .pathname
-                    .strip_prefix(root_pathname)
-                    .unwrap_or(&c.pathname);
-                (c.controllers.join(","), path.to_owned())
-            })
-            .collect();
+        // get process cgroups: only the emulated binds (no cgroup namespace) use them
+        let process_cgroups = if options.cgroup_ns {
+            HashMap::new()
+        } else {
+            process_cgroup_paths()?
+        };
         tracing::debug!("Process cgroups: {:?}", process_cgroups);
 
         let cgroup_root = options
@@ -616,13 +639,16 @@ impl Mount {
 
         let source = m.source().as_ref().ok_or(MountError::NoSource)?;
         let dir_perm = Permissions::from_mode(0o755);
-        let src = if is_bind(m) {
+        let (src, existing) = if is_bind(m) {
             let src = canonicalize(source).map_err(|err| {
                 tracing::error!("failed to canonicalize {:?}: {}", source, err);
                 err
             })?;
 
-            if src.is_dir() {
+            let existing = existing_destination(&root, container_dest, src.is_dir());
+            if existing.is_some() {
+                // nothing to create
+            } else if src.is_dir() {
                 root.mkdir_all(container_dest, &dir_perm)?;
             } else {
                 let parent = container_dest
@@ -647,13 +673,19 @@ impl Mount {
                 }?;
             };
 
-            src
+            (src, existing)
         } else {
-            root.mkdir_all(container_dest, &dir_perm)?;
-            PathBuf::from(source)
+            let existing = existing_destination(&root, container_dest, true);
+            if existing.is_none() {
+                root.mkdir_all(container_dest, &dir_perm)?;
+            }
+            (PathBuf::from(source), existing)
         };
 
-        let dest: OwnedFd = root.resolve(container_dest)?.into();
+        let dest: OwnedFd = match existing {
+            Some(fd) => fd,
+            None => root.resolve(container_dest)?.into(),
+        };
         self.mount_at(m, &src, dest.as_fd(), mount_option_config, &data_options)
     }
 

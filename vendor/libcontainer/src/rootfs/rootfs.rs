@@ -62,7 +62,11 @@ impl RootFS {
 
         let mounter = Mount::new();
 
-        mounter.make_parent_mount_private(rootfs)?;
+        // after a recursive MS_SLAVE or MS_PRIVATE of "/", no mount in this namespace is shared, so
+        // the parent mount of the rootfs need not be looked up (a mountinfo read) to unshare it
+        if flags.contains(MsFlags::MS_SHARED) {
+            mounter.make_parent_mount_private(rootfs)?;
+        }
 
         tracing::debug!("mount root fs {:?}", rootfs);
         self.syscall
