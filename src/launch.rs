@@ -188,6 +188,7 @@ pub fn builder(
     console: Option<&PathBuf>,
     preserve_fds: i32,
 ) -> Result<ContainerBuilder, libcontainer::error::LibcontainerError> {
+    prepare_for_clones();
     ContainerBuilder::new(id.to_string(), SyscallType::default())
         .with_executor(executor)
         .with_root_path(ctx.layout.containers())
@@ -196,6 +197,18 @@ pub fn builder(
                 .with_preserved_fds(preserve_fds)
         })
         .and_then(|b| b.validate_id())
+}
+
+/// Does, once in this process, the work every process libcontainer clones from it would otherwise
+/// repeat on its own: the CPU feature detection (`cpuid`, which traps to the hypervisor in a VM;
+/// the intermediate and the init each did it on their first `memchr`) and libpathrs's private
+/// procfs handle (the intermediate and the init each mounted a procfs instance of their own for
+/// it). The clones inherit both; the init closes every inherited descriptor before the payload
+/// runs, as before (the intermediate's handle reached it the same way).
+fn prepare_for_clones() {
+    #[cfg(target_arch = "x86_64")]
+    let _ = std::arch::is_x86_feature_detected!("avx2");
+    let _ = pathrs::procfs::ProcfsHandle::new();
 }
 
 /// Writes a pid file for a client: atomically, never through a planted symlink.
