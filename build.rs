@@ -29,6 +29,8 @@ fn main() {
     println!("cargo:rerun-if-changed=src/seccomp/allowlist.rs");
     println!("cargo:rerun-if-changed=src/seccomp/compile.rs");
 
+    pack_relative_relocations();
+
     let filter = compile::compile_filter().expect("compiling rloxsc's seccomp allowlist");
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     std::fs::write(out.join("rloxsc-seccomp.bpf"), &filter.bpf).unwrap();
@@ -38,4 +40,48 @@ fn main() {
         filter.unknown.join(","),
     )
     .unwrap();
+}
+
+/// Links the binaries with packed relative relocations (`-z pack-relative-relocs`, DT_RELR) when the
+/// toolchain can: the static PIE's ~25,000 relative relocations then take ~7 KiB instead of ~600 KiB
+/// that every execution of rloxsc reads before `main` (measured: `rloxsc --version` 1.00 -> 0.74 ms
+/// CPU, 268 -> 206 page faults; still loaded at a random address). A static binary carries its own
+/// glibc startup code, so what matters is the glibc it is linked against: DT_RELR needs glibc >= 2.36
+/// (its static-PIE startup applies them) and a linker that knows the option (binutils >= 2.38).
+/// Elsewhere the binary is linked as before.
+fn pack_relative_relocations() {
+    println!("cargo:rerun-if-env-changed=CC");
+    let static_crt = std::env::var("CARGO_CFG_TARGET_FEATURE")
+        .map(|f| f.split(',').any(|f| f == "crt-static"))
+        .unwrap_or(false);
+    let glibc = std::process::Command::new("getconf")
+        .arg("GNU_LIBC_VERSION")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|v| {
+            let mut n = v.trim().strip_prefix("glibc ")?.split('.');
+            Some((
+                n.next()?.parse::<u32>().ok()?,
+                n.next()?.parse::<u32>().ok()?,
+            ))
+        });
+    if !static_crt || glibc.is_none_or(|v| v < (2, 36)) {
+        return;
+    }
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let src = out.join("relr-probe.c");
+    if std::fs::write(&src, "int main(void) { return 0; }\n").is_err() {
+        return;
+    }
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let linked = std::process::Command::new(cc)
+        .args(["-static-pie", "-Wl,-z,pack-relative-relocs", "-o"])
+        .arg(out.join("relr-probe"))
+        .arg(&src)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if linked {
+        println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    }
 }
