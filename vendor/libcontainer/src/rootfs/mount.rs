@@ -148,6 +148,34 @@ fn existing_destination(root: &Root, dest: &Path, want_dir: bool) -> Option<Owne
     (is_dir == want_dir).then_some(fd)
 }
 
+/// The directory `dest`, made with one `mkdirat` in its parent, when the parent exists as a
+/// directory inside `root` and `dest` does not exist yet (mount points inside a fresh tmpfs: /dev/pts,
+/// /dev/shm, /dev/mqueue); opened without following a symlink. `None` in every other case, and the
+/// caller takes the general path (`mkdir_all`, which also reopens each component through procfs).
+fn made_in_existing_parent(root: &Root, dest: &Path) -> Option<OwnedFd> {
+    use std::os::fd::FromRawFd;
+
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::{Mode, mkdirat};
+    let name = dest.file_name()?;
+    let parent = existing_destination(root, dest.parent()?, true)?;
+    mkdirat(
+        Some(parent.as_raw_fd()),
+        name,
+        Mode::from_bits_truncate(0o755),
+    )
+    .ok()?;
+    let fd = openat(
+        Some(parent.as_raw_fd()),
+        name,
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    // SAFETY: openat just returned this fd, which nothing else owns
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 #[derive(Debug)]
 pub struct MountOptions<'a> {
     pub root: &'a Path,
@@ -645,7 +673,11 @@ impl Mount {
                 err
             })?;
 
-            let existing = existing_destination(&root, container_dest, src.is_dir());
+            let existing = existing_destination(&root, container_dest, src.is_dir()).or_else(|| {
+                src.is_dir()
+                    .then(|| made_in_existing_parent(&root, container_dest))
+                    .flatten()
+            });
             if existing.is_some() {
                 // nothing to create
             } else if src.is_dir() {
@@ -675,7 +707,8 @@ impl Mount {
 
             (src, existing)
         } else {
-            let existing = existing_destination(&root, container_dest, true);
+            let existing = existing_destination(&root, container_dest, true)
+                .or_else(|| made_in_existing_parent(&root, container_dest));
             if existing.is_none() {
                 root.mkdir_all(container_dest, &dir_perm)?;
             }
