@@ -5,10 +5,14 @@
 # runtime could not be benchmarked at all (missing, failing its smoke run, or leaving containers
 # behind), 2 on usage/setup errors. docs/benchmarks.md says how to read the output.
 #
-# Usage: scripts/bench.sh [--runs N] [--containers N] [--rloxsc PATH] [--json-dir DIR] [--no-steps]
+# Usage: scripts/bench.sh [--runs N] [--containers N] [--rloxsc PATH] [--baseline PATH] [--json-dir DIR]
+#                         [--no-steps]
 #   --runs N        timed runs per runtime and scenario (default 30)
 #   --containers N  containers in the throughput scenario, 8 at a time (default 200)
 #   --rloxsc PATH   rloxsc binary (default <repo>/target/x86_64-unknown-linux-gnu/release/rloxsc)
+#   --baseline PATH another rloxsc build (an older commit), measured in the same sessions as
+#                   "rloxsc-base" (installed immutable like rloxsc): before/after without the drift
+#                   between separate runs
 #   --json-dir DIR  also copy hyperfine's JSON exports to DIR (kept)
 #   --no-steps      skip the "what each hardening step costs" table (crun variants, rloxsc phases)
 #
@@ -31,6 +35,7 @@ RUNS=30
 CONTAINERS=200
 PARALLEL=8
 RLOXSC="$REPO/target/x86_64-unknown-linux-gnu/release/rloxsc"
+BASELINE=""
 JSON_DIR=""
 STEPS=1
 WARMUP=3
@@ -46,6 +51,8 @@ while [ $# -gt 0 ]; do
         --containers=*) CONTAINERS=${1#*=}; shift ;;
         --rloxsc) RLOXSC=${2:?--rloxsc needs a value}; shift 2 ;;
         --rloxsc=*) RLOXSC=${1#*=}; shift ;;
+        --baseline) BASELINE=${2:?--baseline needs a value}; shift 2 ;;
+        --baseline=*) BASELINE=${1#*=}; shift ;;
         --json-dir) JSON_DIR=${2:?--json-dir needs a value}; shift 2 ;;
         --json-dir=*) JSON_DIR=${1#*=}; shift ;;
         --no-steps) STEPS=0; shift ;;
@@ -59,6 +66,7 @@ done
 [ "$RUNS" -ge 2 ] || { echo "bench.sh: --runs must be >= 2 (hyperfine needs 2 for a stddev)" >&2; exit 2; }
 [ "$CONTAINERS" -ge "$PARALLEL" ] || { echo "bench.sh: --containers must be >= $PARALLEL" >&2; exit 2; }
 case "$RLOXSC" in /*) ;; *) RLOXSC="$PWD/$RLOXSC" ;; esac
+case "$BASELINE" in ""|/*) ;; *) BASELINE="$PWD/$BASELINE" ;; esac
 case "$JSON_DIR" in ''|/*) ;; *) JSON_DIR="$PWD/$JSON_DIR" ;; esac
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -109,11 +117,13 @@ chmod 0711 "$TMP"
 TAG=${TMP##*.}
 CG_PARENT=rloxsc-bench
 RUNTIMES_ALL=(rloxsc rloxsc-reexec runc crun crun+h)
+[ -n "$BASELINE" ] && RUNTIMES_ALL+=(rloxsc-base)
 
 bin_of() {
     case "$1" in
         rloxsc) printf '%s' "$INSTALLED" ;;
         rloxsc-reexec) printf '%s' "$RLOXSC" ;;
+        rloxsc-base) printf '%s' "$INSTALLED_BASE" ;;
         runc) command -v runc ;;
         crun|crun+h) printf '/usr/bin/crun' ;;
     esac
@@ -159,6 +169,7 @@ cleanup() {
         rmdir /sys/fs/cgroup/unified/"$CG_PARENT" 2>/dev/null
     fi
     [ -n "${INSTALLED:-}" ] && [ -e "$INSTALLED" ] && chattr -i "$INSTALLED" 2>/dev/null
+    [ -n "${INSTALLED_BASE:-}" ] && [ -e "$INSTALLED_BASE" ] && chattr -i "$INSTALLED_BASE" 2>/dev/null
     rm -rf "$TMP"
     exit "$rc"
 }
@@ -176,6 +187,13 @@ if [ -x "$RLOXSC" ]; then
     INSTALLED="$TMP/bin/rloxsc"
     install -m 0755 "$RLOXSC" "$INSTALLED" || die "cannot install $RLOXSC into $TMP/bin"
     chattr +i "$INSTALLED" 2>/dev/null || log "warning: $TMP/bin cannot hold an immutable file: rloxsc re-executes itself too"
+fi
+INSTALLED_BASE=""
+if [ -n "$BASELINE" ] && [ -x "$BASELINE" ]; then
+    mkdir -p "$TMP/bin/base"
+    INSTALLED_BASE="$TMP/bin/base/rloxsc"
+    install -m 0755 "$BASELINE" "$INSTALLED_BASE" || die "cannot install $BASELINE into $TMP/bin/base"
+    chattr +i "$INSTALLED_BASE" 2>/dev/null || true
 fi
 
 # -------------------------------------------------------------- bundles ----
@@ -204,6 +222,7 @@ mk_bundles() {
     mkdir -p "$(state_of "$1")"
 }
 for r in rloxsc rloxsc-reexec runc crun; do mk_bundles "$r" "$BASE/runc-spec.json"; done
+[ -n "$BASELINE" ] && mk_bundles rloxsc-base "$BASE/runc-spec.json"
 
 # crun+h: the spec rloxsc's create hands libcontainer for the same bundle (read back from its
 # private bundle), without rloxsc's own mount marker, plus an OCI seccomp profile allowing the
@@ -257,6 +276,9 @@ else
 fi
 smoke runc
 smoke crun
+if [ -n "$BASELINE" ]; then
+    if [ -n "$INSTALLED_BASE" ]; then smoke rloxsc-base; else STATUS[rloxsc-base]="missing: $BASELINE"; fi
+fi
 if [ "${STATUS[rloxsc]}" = ok ] && make_hardened_spec; then
     mk_bundles crun+h "$TMP/hardened-spec.json"
     smoke crun+h
@@ -437,7 +459,7 @@ cpu() { [ -n "${USR[run,$1]:-}" ] && awk -v u="${USR[run,$1]}" -v s="${SYS[run,$
 
 echo
 echo "rloxsc benchmark - $(date -u '+%Y-%m-%d %H:%M:%SZ'), $(nproc) CPUs, kernel $(uname -r), $LAYOUT"
-echo "runs=$RUNS warmup=$WARMUP, throughput $CONTAINERS containers x $PARALLEL parallel; runc $(runc --version | awk 'NR==1{print $3}'), crun $(/usr/bin/crun --version | awk 'NR==1{print $3}'), hyperfine $(hyperfine --version | awk '{print $2}'), rloxsc $("$RLOXSC" --version 2>/dev/null | awk 'NR==2{print $2}')"
+echo "runs=$RUNS warmup=$WARMUP, throughput $CONTAINERS containers x $PARALLEL parallel; runc $(runc --version | awk 'NR==1{print $3}'), crun $(/usr/bin/crun --version | awk 'NR==1{print $3}'), hyperfine $(hyperfine --version | awk '{print $2}'), rloxsc $("$RLOXSC" --version 2>/dev/null | awk 'NR==2{print $2}')${BASELINE:+, rloxsc-base $("$BASELINE" --version 2>/dev/null | awk 'NR==2{print $2}')}"
 echo
 printf '%-14s %9s %9s %11s %12s %10s %10s %9s %9s %5s\n' runtime "run med" "run p95" "lifecycle" "CPU/run" "cont/s" "CPU/cont" syscalls "RSS KiB" left
 printf '%-14s %9s %9s %11s %12s %10s %10s %9s %9s %5s\n' "" ms ms "med ms" "u+s ms" "(x$PARALLEL)" "(x$PARALLEL) ms" "per run" "peak" ""
@@ -450,7 +472,7 @@ done
 echo
 echo "ratios to crun (same run):"
 printf '%-14s %9s %9s %11s %12s %10s %10s %9s %9s\n' runtime "run med" "run p95" lifecycle "CPU/run" "cont/s" "CPU/cont" syscalls "RSS"
-for r in rloxsc rloxsc-reexec runc crun+h; do
+for r in rloxsc rloxsc-reexec rloxsc-base runc crun+h; do
     [ -n "${MED[run,$r]:-}" ] || continue
     printf '%-14s %9s %9s %11s %12s %10s %10s %9s %9s\n' "$r" \
         "$(ratio "${MED[run,$r]:-}" "${MED[run,crun]:-}")" "$(ratio "${P95[run,$r]:-}" "${P95[run,crun]:-}")" \
