@@ -52,6 +52,7 @@ pub struct Custodian {
 const CREATED: u8 = b'c';
 const DONE: u8 = b'd';
 const STACK_SIZE: usize = 64 * 1024;
+const GUARD_SIZE: usize = 4096;
 
 /// Everything the custodian reads, written before it is cloned and never changed or freed after
 /// (leaked on purpose: one per create, in a short-lived process).
@@ -108,25 +109,31 @@ impl Custodian {
             argv,
             envp,
         }));
+        // the stack, with an inaccessible guard page below it: an overflow faults (and ends the
+        // custodian) instead of writing into whatever of the runtime's memory lies below
         // SAFETY: an anonymous private mapping of our own, never unmapped (the custodian may outlive
         // this process's use of it)
         let stack = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                STACK_SIZE,
+                GUARD_SIZE + STACK_SIZE,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
                 -1,
                 0,
             )
         };
-        if stack == libc::MAP_FAILED {
+        let guarded = stack != libc::MAP_FAILED && {
+            // SAFETY: the first page of the mapping just made, which nothing uses
+            unsafe { libc::mprotect(stack, GUARD_SIZE, libc::PROT_NONE) == 0 }
+        };
+        if !guarded {
             let e = std::io::Error::last_os_error();
             let _ = nix::unistd::close(brief.pipe);
             bail!("cannot map the custodian's stack: {e}");
         }
-        // SAFETY: the top of the mapping, 16-byte aligned (the stack grows down from there)
-        let top = unsafe { stack.cast::<u8>().add(STACK_SIZE) };
+        // SAFETY: the top of the mapping, page-aligned (the stack grows down from there)
+        let top = unsafe { stack.cast::<u8>().add(GUARD_SIZE + STACK_SIZE) };
         // SAFETY: `custodian_main` runs on its own stack, reads only `brief` (leaked, never written
         // again) and makes raw system calls only (see the module documentation)
         let child = unsafe {
