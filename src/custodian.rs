@@ -14,13 +14,11 @@
 //! stdio). It is told by bytes on the pipe, not by the pipe closing: the container's processes, cloned
 //! from the runtime, hold copies of the write end.
 //!
-//! **How it is started.** The custodian is cloned with `CLONE_VM`: it shares the runtime's memory
-//! instead of copying it, so starting it costs no copy of the runtime's page tables and leaves no
-//! copy-on-write faults behind in the runtime (a fork did both, for every create). Sharing memory with
-//! a runtime that goes on running, it must never allocate, take a lock or write anything the runtime
-//! uses, errno included: it runs on a stack of its own, reads only a [`Brief`] the runtime prepared
-//! and never frees, and makes every system call through [`sys`], which touches no memory but its
-//! arguments. If the runtime dies, the kernel keeps the shared memory alive for the custodian.
+//! **How it is started.** The custodian is a `CLONE_VM` child ([`crate::vmchild`]): it shares the
+//! runtime's memory instead of copying it (a fork copied the page tables and left copy-on-write
+//! faults behind, for every create), so it keeps to raw system calls, and reads only a [`Brief`] the
+//! runtime prepared and never frees. If the runtime dies, the kernel keeps the shared memory alive
+//! for the custodian.
 
 use std::ffi::{CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
@@ -31,6 +29,8 @@ use anyhow::{bail, Result};
 use nix::errno::Errno;
 use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
+
+use crate::vmchild::{clone_vm, sys, sys_int, ChildStack};
 
 /// What to remove when the runtime dies before it could: `rloxsc --root ROOT delete --force ID`.
 #[derive(Debug, Clone)]
@@ -51,8 +51,6 @@ pub struct Custodian {
 
 const CREATED: u8 = b'c';
 const DONE: u8 = b'd';
-const STACK_SIZE: usize = 64 * 1024;
-const GUARD_SIZE: usize = 4096;
 
 /// Everything the custodian reads, written before it is cloned and never changed or freed after
 /// (leaked on purpose: one per create, in a short-lived process).
@@ -109,51 +107,33 @@ impl Custodian {
             argv,
             envp,
         }));
-        // the stack, with an inaccessible guard page below it: an overflow faults (and ends the
-        // custodian) instead of writing into whatever of the runtime's memory lies below
-        // SAFETY: an anonymous private mapping of our own, never unmapped (the custodian may outlive
-        // this process's use of it)
-        let stack = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                GUARD_SIZE + STACK_SIZE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            )
+        let stack = match ChildStack::new() {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = nix::unistd::close(brief.pipe);
+                bail!("cannot map the custodian's stack: {e}");
+            }
         };
-        let guarded = stack != libc::MAP_FAILED && {
-            // SAFETY: the first page of the mapping just made, which nothing uses
-            unsafe { libc::mprotect(stack, GUARD_SIZE, libc::PROT_NONE) == 0 }
-        };
-        if !guarded {
-            let e = std::io::Error::last_os_error();
-            let _ = nix::unistd::close(brief.pipe);
-            bail!("cannot map the custodian's stack: {e}");
-        }
-        // SAFETY: the top of the mapping, page-aligned (the stack grows down from there)
-        let top = unsafe { stack.cast::<u8>().add(GUARD_SIZE + STACK_SIZE) };
-        // SAFETY: `custodian_main` runs on its own stack, reads only `brief` (leaked, never written
-        // again) and makes raw system calls only (see the module documentation)
+        // SAFETY: `custodian_main` keeps to raw system calls (see the module documentation) and
+        // reads only `brief` (leaked, never written again); the stack is leaked below, so it
+        // outlives the custodian
         let child = unsafe {
-            libc::clone(
+            clone_vm(
                 custodian_main,
-                top.cast(),
-                libc::CLONE_VM | libc::SIGCHLD,
                 brief as *const Brief as *mut libc::c_void,
+                0,
+                &stack,
             )
         };
+        stack.leak();
         // the custodian has its own copy of the descriptor table: the read end is its alone
         let _ = nix::unistd::close(brief.pipe);
-        if child < 0 {
-            bail!(
-                "cannot start the custodian: {}",
-                std::io::Error::last_os_error()
-            );
-        }
+        let child = match child {
+            Ok(pid) => pid,
+            Err(e) => bail!("cannot start the custodian: {e}"),
+        };
         Ok(Custodian {
-            pid: Pid::from_raw(child),
+            pid: child,
             pipe: Some(w),
             deadline,
             reaps: reap.is_some(),
@@ -221,40 +201,6 @@ fn monotonic_ns() -> i64 {
     ts.tv_sec
         .saturating_mul(1_000_000_000)
         .saturating_add(ts.tv_nsec)
-}
-
-/// A system call that writes no errno (glibc's `syscall()` would, into the runtime's thread-local
-/// storage, which the custodian shares): the raw return value, negative errno on failure.
-///
-/// # Safety
-/// Every pointer among the arguments must be valid for what the kernel does with it in call `nr`.
-unsafe fn sys(nr: libc::c_long, a: [usize; 6]) -> isize {
-    let ret: isize;
-    // SAFETY: the x86_64 Linux system call convention (rax, rdi, rsi, rdx, r10, r8, r9; rcx and r11
-    // clobbered); the pointer arguments are the caller's to justify (see # Safety)
-    unsafe {
-        std::arch::asm!(
-            "syscall",
-            inlateout("rax") nr as isize => ret,
-            in("rdi") a[0],
-            in("rsi") a[1],
-            in("rdx") a[2],
-            in("r10") a[3],
-            in("r8") a[4],
-            in("r9") a[5],
-            lateout("rcx") _,
-            lateout("r11") _,
-            options(nostack),
-        );
-    }
-    ret
-}
-
-/// [`sys`] for the calls this module makes with integer arguments only (prctl, pidfd_open, getpid,
-/// getppid, close, close_range, kill, dup2): no memory is handed to the kernel.
-fn sys_int(nr: libc::c_long, a: [usize; 6]) -> isize {
-    // SAFETY: no argument is a pointer
-    unsafe { sys(nr, a) }
 }
 
 /// Opens the NUL-terminated `path` (raw `open`), returning the fd or a negative errno.

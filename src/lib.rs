@@ -37,4 +37,5 @@ pub mod tty;
 pub mod userns;
 pub mod verify;
 pub mod views;
+pub mod vmchild;
 pub mod writable;

@@ -261,56 +261,40 @@ pub fn allocated_ranges(except: Option<&Allocation>) -> Vec<(u64, u64)> {
 /// A user namespace with `uid_map`/`gid_map` lines as given (`"0 BASE 65536"`), kept alive by the
 /// returned fd (for idmapped mounts: `MOUNT_ATTR_IDMAP` takes a user namespace fd).
 ///
-/// The namespace is held by a child cloned straight into it with `CLONE_VM`: no copy of this
-/// process's page tables and no copy-on-write faults in it afterwards (a fork of the runtime cost
-/// more than the namespace). The child shares this process's memory, so it runs nothing but raw
-/// syscalls on a stack of its own until it is killed.
+/// The namespace is held by a child cloned straight into it ([`crate::vmchild`]: it shares this
+/// process's memory, copies nothing, and runs nothing but raw system calls until it is killed).
 pub fn namespace_fd(uid_map: &str, gid_map: &str) -> Result<OwnedFd> {
-    const STACK_SIZE: usize = 64 * 1024;
+    use crate::vmchild::{clone_vm, sys_int, ChildStack};
     extern "C" fn hold(parent: *mut libc::c_void) -> libc::c_int {
-        // SAFETY: raw syscalls only (no allocation, no locks, no Rust runtime): prctl and getppid
-        // cannot fail here, so not even errno (in the shared TLS) is written
-        unsafe {
-            // a runtime killed now must not leave this holder behind
-            libc::syscall(
-                libc::SYS_prctl,
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL,
-                0,
-                0,
-                0,
-            );
-            if libc::syscall(libc::SYS_getppid) != parent as libc::c_long {
-                libc::syscall(libc::SYS_exit, 1);
-            }
-            loop {
-                libc::syscall(libc::SYS_pause);
-            }
+        // a runtime killed now must not leave this holder behind
+        let (opt, sig) = (libc::PR_SET_PDEATHSIG as usize, libc::SIGKILL as usize);
+        sys_int(libc::SYS_prctl, [opt, sig, 0, 0, 0, 0]);
+        if sys_int(libc::SYS_getppid, [0; 6]) != parent as isize {
+            sys_int(libc::SYS_exit, [1, 0, 0, 0, 0, 0]);
+        }
+        loop {
+            sys_int(libc::SYS_pause, [0; 6]);
         }
     }
-    let mut stack = vec![0u8; STACK_SIZE];
-    // SAFETY: one past the end of the stack allocation, rounded down to 16 bytes (the stack grows
-    // down from there)
-    let top = unsafe { stack.as_mut_ptr().add(STACK_SIZE) } as usize & !15;
+    let stack = ChildStack::new().context("cannot map a stack for the user-namespace holder")?;
     let parent = nix::unistd::getpid().as_raw() as usize;
-    // SAFETY: `hold` runs on `stack`, which outlives the child (it is killed and reaped below before
-    // `stack` is dropped), and touches nothing else of this process's memory
+    // SAFETY: `hold` makes raw system calls only and reads nothing but its argument; `stack` is
+    // dropped only after the child is killed and reaped below
     let child = unsafe {
-        libc::clone(
+        clone_vm(
             hold,
-            top as *mut libc::c_void,
-            libc::CLONE_NEWUSER | libc::CLONE_VM | libc::SIGCHLD,
             parent as *mut libc::c_void,
+            libc::CLONE_NEWUSER,
+            &stack,
         )
     };
-    if child < 0 {
-        bail!(
-            "cannot create a user namespace: {} (user.max_user_namespaces, or an LSM, forbids it; policy key {})",
-            std::io::Error::last_os_error(),
+    let child = match child {
+        Ok(pid) => pid,
+        Err(e) => bail!(
+            "cannot create a user namespace: {e} (user.max_user_namespaces, or an LSM, forbids it; policy key {})",
             keys::USERNS
-        );
-    }
-    let child = nix::unistd::Pid::from_raw(child);
+        ),
+    };
     let res = (|| -> Result<OwnedFd> {
         std::fs::write(format!("/proc/{child}/uid_map"), uid_map)
             .context("cannot write a uid_map")?;
