@@ -62,6 +62,13 @@ pub fn compile_filter() -> Result<CompiledFilter> {
 /// [`compile_filter`] with extra syscalls allowed unconditionally (from the policy file, which refuses
 /// forbidden names before this is reached).
 pub fn compile_filter_with(extra: &[String]) -> Result<CompiledFilter> {
+    compile_at_level(extra, 2)
+}
+
+/// [`compile_filter_with`] with libseccomp's optimization `level` (`SCMP_FLTATR_CTL_OPTIMIZE`): 2, a
+/// binary tree of syscall numbers, is what rloxsc loads; 1, one comparison after another, is the
+/// reference its tests compare it with.
+fn compile_at_level(extra: &[String], level: u32) -> Result<CompiledFilter> {
     if ScmpArch::native() != ScmpArch::X8664 {
         bail!(
             "rloxsc's seccomp allowlist is written for x86_64; this is {:?}",
@@ -78,7 +85,7 @@ pub fn compile_filter_with(extra: &[String]) -> Result<CompiledFilter> {
     // a binary tree of syscall numbers instead of one comparison after another: the same decisions,
     // in ~log2(n) comparisons; the kernel runs the program once per syscall number when it loads it
     // (to cache the always-allowed ones), and again for every syscall the cache does not cover
-    ctx.set_ctl_optimize(2)
+    ctx.set_ctl_optimize(level)
         .context("seccomp: cannot ask libseccomp for a binary-tree filter")?;
     let mut unknown = Vec::new();
 
@@ -198,6 +205,112 @@ fn export(ctx: &ScmpFilterContext) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The decision (SECCOMP_RET_* value) of classic-BPF `prog` for one `seccomp_data`: the
+    /// instructions libseccomp emits (absolute loads, ALU and, jumps, returns, scratch memory).
+    fn run_bpf(prog: &[u8], data: &[u8; 64]) -> u32 {
+        let insn = |i: usize| {
+            let b = &prog[i * 8..i * 8 + 8];
+            let code = u16::from_le_bytes([b[0], b[1]]);
+            (
+                code,
+                b[2] as usize,
+                b[3] as usize,
+                u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            )
+        };
+        let (mut a, mut x, mut mem, mut pc) = (0u32, 0u32, [0u32; 16], 0usize);
+        loop {
+            let (code, jt, jf, k) = insn(pc);
+            let src = if code & 0x08 != 0 { x } else { k };
+            match code {
+                0x20 => {
+                    a = u32::from_le_bytes(data[k as usize..k as usize + 4].try_into().unwrap())
+                }
+                0x00 => a = k,
+                0x01 => x = k,
+                0x61 => x = mem[k as usize],
+                0x60 => a = mem[k as usize],
+                0x02 => mem[k as usize] = a,
+                0x03 => mem[k as usize] = x,
+                0x87 => a = x,
+                0x07 => x = a,
+                0x54 | 0x5c => a &= src,
+                0x44 | 0x4c => a |= src,
+                0x04 | 0x0c => a = a.wrapping_add(src),
+                0x14 | 0x1c => a = a.wrapping_sub(src),
+                0x05 => pc += k as usize,
+                0x15 | 0x1d => pc += if a == src { jt } else { jf },
+                0x25 | 0x2d => pc += if a > src { jt } else { jf },
+                0x35 | 0x3d => pc += if a >= src { jt } else { jf },
+                0x45 | 0x4d => pc += if a & src != 0 { jt } else { jf },
+                0x06 => return k,
+                other => panic!("BPF instruction {other:#x} at {pc} not emulated"),
+            }
+            pc += 1;
+        }
+    }
+
+    /// The binary-tree program rloxsc loads decides every case exactly as the linear one: every
+    /// native and x32 syscall number under three architectures, with arguments drawn from the
+    /// programs' own constants (so every argument comparison is hit both ways).
+    #[test]
+    fn the_tree_filter_decides_as_the_linear_one() {
+        let tree = compile_at_level(&[], 2).unwrap();
+        let linear = compile_at_level(&[], 1).unwrap();
+        assert_ne!(
+            tree.bpf, linear.bpf,
+            "the optimization level changed nothing"
+        );
+        let mut values: Vec<u64> = [&tree.bpf, &linear.bpf]
+            .iter()
+            .flat_map(|p| {
+                p.chunks(8)
+                    .map(|b| u32::from_le_bytes([b[4], b[5], b[6], b[7]]))
+            })
+            .map(u64::from)
+            .chain([0, 1, 2, 0xffff_ffff, 0x8000_0000, 0x1_0000_0000])
+            .collect();
+        values.sort_unstable();
+        values.dedup();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut cases = 0;
+        for arch in [0xc000_003eu32, 0x4000_0003, 0] {
+            for nr in (0u32..1024)
+                .chain(0x4000_0000..0x4000_0000 + 600)
+                .chain([u32::MAX])
+            {
+                for _ in 0..if nr < 1024 { 40 } else { 2 } {
+                    let mut data = [0u8; 64];
+                    data[0..4].copy_from_slice(&nr.to_le_bytes());
+                    data[4..8].copy_from_slice(&arch.to_le_bytes());
+                    for i in 0..6 {
+                        let lo = values[(next() % values.len() as u64) as usize] & 0xffff_ffff;
+                        let hi = if next() % 4 == 0 {
+                            values[(next() % values.len() as u64) as usize]
+                        } else {
+                            0
+                        };
+                        data[16 + i * 8..24 + i * 8]
+                            .copy_from_slice(&((hi << 32) | lo).to_le_bytes());
+                    }
+                    assert_eq!(
+                        run_bpf(&tree.bpf, &data),
+                        run_bpf(&linear.bpf, &data),
+                        "syscall {nr:#x}, arch {arch:#x}, data {data:?}"
+                    );
+                    cases += 1;
+                }
+            }
+        }
+        assert!(cases > 40_000);
+    }
 
     #[test]
     fn newer_syscalls_than_the_allowlist_knows_exist_below_the_table_end() {
