@@ -45,6 +45,8 @@ impl ChildStack {
     }
 
     /// Keeps the mapping for the life of the process (for a child that may outlive this handle).
+    /// Each leaked stack stays mapped until the process exits: fine for rloxsc's short-lived verbs,
+    /// not for a long-running process that starts many such children.
     pub fn leak(self) {
         std::mem::forget(self);
     }
