@@ -575,6 +575,14 @@ mod tests {
             ),
             (keys::CGROUP_PARENT, format!("under {} ", p.cgroup_parent)),
             (
+                keys::WRITABLE,
+                format!(
+                    "a store of {} (ceiling {}",
+                    human(p.store_bytes.default),
+                    human(p.store_bytes.ceiling)
+                ),
+            ),
+            (
                 keys::EXTRA_SYSCALLS,
                 if p.extra_syscalls.is_empty() {
                     "default none".to_string()

@@ -427,8 +427,11 @@ fn filesystem(
             keys::USERNS
         );
     }
-    let mut lc = libcontainer_spec(spec, &made);
-    crate::views::prepare(&mut lc, &mut views, own_mapping, mapping)?;
+    // binds, tmpfs and namespace paths as views (rloxsc's writable paths and the tmpcopyup tmpfs,
+    // still marked as such, are left to libcontainer_spec)
+    let mut prepared = spec.clone();
+    crate::views::prepare(&mut prepared, &mut views, own_mapping, mapping)?;
+    let lc = libcontainer_spec(&prepared, &made);
 
     let client = source.is_clients();
     if client {
@@ -516,6 +519,9 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         .as_ref()
         .and_then(|p| p.terminal())
         .unwrap_or(false);
+    if let Some(cs) = &opts.console_socket {
+        crate::fsutil::refuse_foreign_symlinks(cs, "console socket")?;
+    }
     let (own_console, console_path) = crate::tty::console_for(
         terminal,
         opts.console_socket.as_ref(),

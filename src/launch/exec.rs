@@ -60,6 +60,9 @@ pub fn exec(
     init_pid: i32,
 ) -> Result<Executed> {
     let terminal = req.process.terminal().unwrap_or(false);
+    if let Some(cs) = req.console_socket {
+        fsutil::refuse_foreign_symlinks(cs, "console socket")?;
+    }
     let (own_console, console_path) = crate::tty::console_for(
         terminal,
         req.console_socket,

@@ -173,8 +173,8 @@ fn complete_init(pid: i32, spec: &Spec) -> Result<()> {
 /// Gives the container's process the stdio it inherits from rloxsc, as runc does: a pipe or a
 /// socket the caller passed belongs to host root, which the container's user namespace does not map,
 /// so the process could not reopen its own `/dev/stdout` (nginx and httpd log there). Each of fds
-/// 0-2 that is a pipe or a socket becomes `owner`'s (host ids). Terminals and files are the caller's
-/// and are left alone.
+/// 0-2 that is a pipe or a socket becomes the user's (`owner`'s host uid; the group is left, as
+/// runc leaves it). Terminals and files are the caller's and are left alone.
 pub fn give_stdio_to(owner: (u32, u32)) {
     for fd in 0..3 {
         let Ok(st) = nix::sys::stat::fstat(fd) else {
@@ -184,11 +184,11 @@ pub fn give_stdio_to(owner: (u32, u32)) {
         if kind != libc::S_IFIFO && kind != libc::S_IFSOCK {
             continue;
         }
-        if (st.st_uid, st.st_gid) == owner {
+        if st.st_uid == owner.0 {
             continue;
         }
-        // SAFETY: fchown of one of our own stdio fds
-        if unsafe { libc::fchown(fd, owner.0, owner.1) } != 0 {
+        // SAFETY: fchown of one of our own stdio fds (the group unchanged)
+        if unsafe { libc::fchown(fd, owner.0, u32::MAX) } != 0 {
             tracing::debug!(
                 "cannot give fd {fd} to the container's user: {}",
                 std::io::Error::last_os_error()
