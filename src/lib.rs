@@ -25,6 +25,7 @@ pub mod fsutil;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod harden;
+pub mod kernel_features;
 pub mod launch;
 pub mod logging;
 pub mod netns;
