@@ -474,6 +474,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         .pid()
         .ok_or_else(|| anyhow!("container {:?} has no init pid after create", opts.id))?;
     complete_init(pid.as_raw(), &spec)?;
+    crate::netns::contain_for_policy(&opts.id, pid.as_raw(), &spec, &record.policy)?;
     verify_init(&opts.id, pid.as_raw(), &spec, &record.policy, &host)?;
     record.init = Some(
         crate::bundle::ProcessIdentity::of(pid.as_raw())
