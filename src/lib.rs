@@ -29,6 +29,7 @@ pub mod fsutil;
 pub mod fuzzing;
 pub mod harden;
 pub mod idmap;
+pub mod kernel_features;
 pub mod launch;
 pub mod logging;
 pub mod mountapi;

@@ -297,7 +297,7 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
         .collect();
     let interfaces = process.as_ref().map_err(Clone::clone).and_then(|p| {
         p.dev_status()
-            .map(|d| d.into_keys().collect())
+            .map(|d| crate::netns::mark_inert(pid, d.into_keys().collect()))
             .map_err(|e| format!("/proc/{pid}/net/dev: {e}"))
     });
     let mounts: Result<Vec<MountLine>, String> =
@@ -707,7 +707,9 @@ pub fn check_namespaces(
     out
 }
 
-/// Under `loopback-only`, no interface other than loopback (and inert fallback tunnels).
+/// Under `loopback-only`, no usable interface other than loopback: besides inert fallback tunnels,
+/// only interfaces that are down without an address (marked by `netns::mark_inert`; rloxsc makes the
+/// ones a caller's hooks put into the container's own namespace so).
 pub fn check_network(interfaces: &[String], policy: &Policy) -> Vec<Failure> {
     if policy.network == NetworkMode::Namespace {
         return vec![];
@@ -715,7 +717,7 @@ pub fn check_network(interfaces: &[String], policy: &Policy) -> Vec<Failure> {
     let mut extra: Vec<&str> = interfaces
         .iter()
         .map(String::as_str)
-        .filter(|i| !FALLBACK_DEVICES.contains(i))
+        .filter(|i| !FALLBACK_DEVICES.contains(i) && !i.ends_with(crate::netns::INERT))
         .collect();
     if extra.is_empty() {
         return vec![];
@@ -1097,6 +1099,9 @@ mod tests {
         let f = check_network(&nd2, &Policy::default());
         assert_eq!(f.len(), 1);
         assert!(f[0].what.contains("eth0") && f[0].what.contains("--network=none"));
+        // an interface that is down without an address carries nothing
+        let inert = vec!["lo".to_string(), format!("eth0{}", crate::netns::INERT)];
+        assert!(check_network(&inert, &Policy::default()).is_empty());
         let p = Policy {
             network: NetworkMode::Namespace,
             ..Policy::default()

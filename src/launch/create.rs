@@ -705,6 +705,7 @@ fn complete(
             .with_context(|| format!("container {id:?}: cannot seed its writable paths"))?;
     }
     complete_init(pid, spec)?;
+    crate::netns::contain_for_policy(id, pid, spec, &record.policy)?;
     if let Some(o) = terminal_owner {
         super::give_terminal_to(pid, o);
     }

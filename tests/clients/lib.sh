@@ -358,7 +358,9 @@ rx_cri_cycle_configs() {
 
 rx_docker_up() { "$D" version >/dev/null 2>&1; }
 
-# dockerd: contrib/docker/daemon.json + this host's needs (our containerd, overlay2), started by pid.
+# dockerd: contrib/docker/daemon.json (the runtime only) + this host's needs (our containerd, overlay2;
+# no bridge, no iptables, no forwarding or NAT: no bridge with private-range addresses may be made on
+# these machines; the cgroupfs driver, as before contrib stopped setting it), started by pid.
 # A dockerd we did not start is reused only if it already has the rloxsc runtime at $RLOXSC.
 rx_ensure_dockerd() {
     if rx_docker_up; then
@@ -369,7 +371,9 @@ rx_ensure_dockerd() {
     fi
     mkdir -p "$W/docker"
     jq --arg p "$RLOXSC" '.runtimes.rloxsc.path = $p
-        | .containerd = "/run/containerd/containerd.sock" | ."storage-driver" = "overlay2"' \
+        | .containerd = "/run/containerd/containerd.sock" | ."storage-driver" = "overlay2"
+        | .bridge = "none" | .iptables = false | .ip6tables = false | ."ip-forward" = false | ."ip-masq" = false
+        | ."exec-opts" = ["native.cgroupdriver=cgroupfs"]' \
         "$RX_REPO/contrib/docker/daemon.json" >"$W/docker/daemon.json" || return 1
     rx_start_daemon dockerd /usr/sbin/dockerd --config-file "$W/docker/daemon.json"
     wait_for 30 rx_docker_up || { tail -n 20 "$W/dockerd.log" >&2; return 1; }
