@@ -77,7 +77,10 @@ impl Footprint {
             file: dir.join(FILE),
             ledger: Ledger::default(),
         };
-        f.save()?;
+        if let Err(e) = f.save() {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(e);
+        }
         Ok(f)
     }
 

@@ -926,7 +926,10 @@ fn check_binds_and_writable(mounts: &[MountLine], spec: &Spec) -> Vec<Failure> {
             }
             continue;
         }
-        let scratch_or_kernel = matches!(m.fstype.as_str(), "tmpfs" | "proc" | "devpts" | "mqueue");
+        // rloxsc's own overlays: a caller's tmpcopyup tmpfs (its upper layer that sized tmpfs)
+        let own_overlay = m.fstype == "overlay" && m.source.starts_with("rloxsc-");
+        let scratch_or_kernel =
+            matches!(m.fstype.as_str(), "tmpfs" | "proc" | "devpts" | "mqueue") || own_overlay;
         let device_node = m.point.starts_with("/dev/") && m.point.matches('/').count() == 2;
         if !has(&m.opts, "ro") && !scratch_or_kernel && !device_node && !masked.contains(&m.point) {
             out.push(fail(

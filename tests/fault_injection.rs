@@ -469,13 +469,14 @@ fn a_joined_network_namespace_with_an_interface_is_refused() {
         return;
     }
     let env = TestEnv::new("netif-joined");
-    // a network namespace held by a sleeping process of the test's own, with dummy0 up in it
+    // a network namespace held by a sleeping process of the test's own, with an interface up in it
+    // (a dummy where the kernel has the module, else a veth pair)
     let mut holder = std::process::Command::new("unshare")
         .args([
             "--net",
             "sh",
             "-c",
-            "ip link add dummy0 type dummy && ip link set dummy0 up && exec sleep 60",
+            "{ ip link add dummy0 type dummy 2>/dev/null || ip link add dummy0 type veth peer name rlx1; } && ip link set dummy0 up && exec sleep 60",
         ])
         .spawn()
         .expect("unshare");
@@ -600,8 +601,9 @@ fn create_or_clean_failure(
 }
 
 /// A state root whose filesystem runs out of inodes at every step of create (a tmpfs with
-/// nr_inodes = 3, 4, ...: the root, its two directories, the private bundle and its files,
-/// libcontainer's directory, state, config and notify socket), then out of bytes.
+/// nr_inodes = 3, 4, ...: the root, its two directories, the private bundle, its footprint (and the
+/// footprint's temporary file at each record) and its files, libcontainer's directory, state, config
+/// and notify socket), then out of bytes.
 #[test]
 fn full_state_root_fails_cleanly_at_every_step() {
     if !require_prereqs(Need::Runtime) {
@@ -611,7 +613,7 @@ fn full_state_root_fails_cleanly_at_every_step() {
     let long = env.bundle(&base_spec(LONG_LIVED));
     let short = env.bundle(&base_spec(&["sh", "-c", "echo PAYLOAD-RAN"]));
     let mut first_success = None;
-    for n in 3..=12 {
+    for n in 3..=16 {
         for (verb, b) in [("create", &long), ("run", &short)] {
             let m = RootMount::tmpfs(&env, &format!("size=4m,nr_inodes={n},mode=0700"));
             let ok =
@@ -624,7 +626,7 @@ fn full_state_root_fails_cleanly_at_every_step() {
     }
     assert!(
         first_success.is_some(),
-        "no create succeeded even with 12 inodes"
+        "no create succeeded even with 16 inodes"
     );
     // out of bytes: completely, and with a little room left
     for free_kib in [0u64, 4, 8] {

@@ -65,6 +65,18 @@ fn spec_on(rootfs: &Path, cwd: &str, script: &str) -> serde_json::Value {
         .as_array_mut()
         .unwrap()
         .push(json!("HOME=/root"));
+    // Docker's default set has CAP_CHOWN (runc spec's has not)
+    let caps = json!([
+        "CAP_AUDIT_WRITE",
+        "CAP_KILL",
+        "CAP_NET_BIND_SERVICE",
+        "CAP_CHOWN",
+        "CAP_FOWNER",
+        "CAP_DAC_OVERRIDE"
+    ]);
+    for set in ["bounding", "effective", "permitted"] {
+        spec["process"]["capabilities"][set] = caps.clone();
+    }
     spec
 }
 
@@ -360,34 +372,28 @@ fn two_containers_on_one_rootfs_one_is_refused_and_nothing_is_left() {
         let (a, b) = (env.id(), env.id());
         let (_ga, _gb) = (env.guard(&a), env.guard(&b));
         let (ba, bb) = (env.bundle(&spec), env.bundle(&spec));
-        let ca = env
-            .command(
+        // output to files, never pipes: a created init holds its runtime's stdio open
+        let (ea, eb) = (env.capture_paths().1, env.capture_paths().1);
+        let spawn = |bundle: &Path, id: &str, err: &Path| {
+            env.command(
                 &rloxsc_bin(),
-                &["create", "--bundle", ba.to_str().unwrap(), &a],
+                &["create", "--bundle", bundle.to_str().unwrap(), id],
             )
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
+            .stderr(fs::File::create(err).unwrap())
             .spawn()
-            .unwrap();
-        let cb = env
-            .command(
-                &rloxsc_bin(),
-                &["create", "--bundle", bb.to_str().unwrap(), &b],
-            )
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let oa = ca.wait_with_output().unwrap();
-        let ob = cb.wait_with_output().unwrap();
-        let ok = [oa.status.success(), ob.status.success()];
+            .unwrap()
+        };
+        let (mut ca, mut cb) = (spawn(&ba, &a, &ea), spawn(&bb, &b, &eb));
+        let oa = wait_child(&mut ca, Duration::from_secs(60), "create a");
+        let ob = wait_child(&mut cb, Duration::from_secs(60), "create b");
+        let ok = [oa.success(), ob.success()];
         assert_eq!(
             ok.iter().filter(|x| **x).count(),
             1,
             "round {round}: {ok:?}"
         );
-        let refused = if ok[0] { &ob } else { &oa };
-        let err = String::from_utf8_lossy(&refused.stderr);
+        let err = fs::read_to_string(if ok[0] { &eb } else { &ea }).unwrap();
         assert!(err.contains("filesystem.rootfs"), "round {round}: {err}");
         env.rloxsc(&["delete", "--force", &a]).expect_ok();
         env.rloxsc(&["delete", "--force", &b]).expect_ok();
@@ -536,7 +542,9 @@ fn the_client_sees_and_writes_where_its_copy_api_looks() {
         "{:?}",
         mounts_under(&root.merged)
     );
-    // after the container: in the client's own layer, as under runc
+    // after the container: in the client's own layer, as under runc (seen as the client sees it
+    // after the container's end: Docker mounts the stopped container's rootfs again for docker cp)
+    root.remount();
     assert_eq!(
         fs::read_to_string(host("tmp/plots/p.png")).unwrap(),
         "png\n"

@@ -234,19 +234,25 @@ pub fn adopt_client_writes(layout: &Layout, id: &str) -> Result<()> {
     let Ok(ledger) = crate::footprint::ledger_of(layout, id) else {
         return Ok(());
     };
-    let (Some(_), Some(c)) = (&ledger.host_view, &ledger.commit) else {
+    let (Some(view), Some(c)) = (&ledger.host_view, &ledger.commit) else {
         return Ok(());
     };
     let Some(t) = c.translate else {
         return Ok(()); // the caller's own mapping: the client writes with the ids it means
     };
+    if crate::rootfs::hostview::view_on(&view.rootfs).as_deref() != Some(view.tag.as_str()) {
+        return Ok(()); // the view is gone (the container is being deleted)
+    }
     let mapping = crate::idmap::IdMap::block(t.base, t.len);
-    let mut n = 0;
-    for dir in std::iter::once(c.store.join("upper")).chain(c.paths.iter().map(|(_, d)| d.clone()))
-    {
+    let what =
+        |e: anyhow::Error| anyhow!("cannot give the client's files to container {id:?}: {e:#}");
+    let mut n = crate::rootfs::adopt::adopt_through(&c.store.join("upper"), &view.rootfs, &mapping)
+        .map_err(what)?
+        .entries;
+    for (_, dir) in &c.paths {
         if dir.is_dir() {
-            n += crate::rootfs::adopt::adopt(&dir, &mapping)
-                .map_err(|e| anyhow!("cannot give the client's files to container {id:?}: {e:#}"))?
+            n += crate::rootfs::adopt::adopt(dir, &mapping)
+                .map_err(what)?
                 .entries;
         }
     }

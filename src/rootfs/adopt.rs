@@ -7,6 +7,10 @@
 //! reads there is its own. (Store paths on Linux 6.3+ need none of this: the client's view of them is
 //! idmapped.)
 //!
+//! The root overlay's upper layer is changed *through the overlay* (the client's view of it): an
+//! overlay keeps the owner of each file it has looked up, so a change behind its back would not be
+//! seen by the container. A store path is a plain tmpfs the container mounts itself: changed directly.
+//!
 //! Only ids the container's mapping lacks are changed: the container itself can create nothing with
 //! such an owner, so an entry it planted is never touched. Entries are changed by name relative to
 //! their directory's fd, never through a symlink. Linear in the store's entries.
@@ -37,6 +41,68 @@ pub fn adopt(dir: &Path, mapping: &IdMap) -> Result<Adopted> {
     let mut out = Adopted::default();
     walk(&top, mapping, &mut out, 0)?;
     Ok(out)
+}
+
+/// Gives every entry of the overlay upper layer `upper` owned by an id the container's `mapping`
+/// lacks to the container's id of the same number, changing it through `view` (the overlay itself,
+/// attached on the client's rootfs): found in the upper layer, changed by the same path in the view.
+pub fn adopt_through(upper: &Path, view: &Path, mapping: &IdMap) -> Result<Adopted> {
+    let open = |p: &Path| {
+        tree::open_dir_at(
+            libc::AT_FDCWD,
+            &std::ffi::CString::new(p.as_os_str().as_encoded_bytes())?,
+        )
+        .with_context(|| format!("cannot open {}", p.display()))
+    };
+    let (u, v) = (open(upper)?, open(view)?);
+    let mut out = Adopted::default();
+    walk_through(&u, &v, mapping, &mut out, 0)?;
+    Ok(out)
+}
+
+fn walk_through(
+    upper: &std::os::fd::OwnedFd,
+    view: &std::os::fd::OwnedFd,
+    mapping: &IdMap,
+    out: &mut Adopted,
+    depth: usize,
+) -> Result<()> {
+    if depth > tree::MAX_DEPTH {
+        return Ok(());
+    }
+    for name in tree::names_in(upper)? {
+        let Ok(st) = tree::lstat_at(upper.as_raw_fd(), &name) else {
+            continue;
+        };
+        let k = tree::kind(&st);
+        if k == Kind::Whiteout {
+            continue;
+        }
+        if let Some((u, g)) = own(mapping, st.st_uid, st.st_gid) {
+            // SAFETY: fchownat by name in the view's directory fd, never following a symlink
+            let rc = unsafe {
+                libc::fchownat(
+                    view.as_raw_fd(),
+                    name.as_ptr(),
+                    u,
+                    g,
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            };
+            if rc == 0 {
+                out.entries += 1;
+            }
+        }
+        if k == Kind::Dir {
+            if let (Ok(du), Ok(dv)) = (
+                tree::open_dir_at(upper.as_raw_fd(), &name),
+                tree::open_dir_at(view.as_raw_fd(), &name),
+            ) {
+                walk_through(&du, &dv, mapping, out, depth + 1)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn own(mapping: &IdMap, uid: u32, gid: u32) -> Option<(u32, u32)> {

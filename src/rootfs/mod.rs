@@ -198,6 +198,34 @@ pub fn ensure_in_root(
     owner: (u32, u32),
     no_symlinks: bool,
 ) -> Result<Option<OwnedFd>> {
+    ensure_in_root_hops(root, dest, file, mode, owner, no_symlinks, 0)
+}
+
+/// `p` made absolute with `.` and `..` resolved lexically (never above `/`): a symlink target read
+/// from the image, taken inside the root.
+fn normal_abs_lexical(p: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn ensure_in_root_hops(
+    root: &OwnedFd,
+    dest: &Path,
+    file: bool,
+    mode: u32,
+    owner: (u32, u32),
+    no_symlinks: bool,
+    hops: u32,
+) -> Result<Option<OwnedFd>> {
     let parts: Vec<_> = rel(dest)
         .components()
         .map(|c| c.as_os_str().to_owned())
@@ -231,8 +259,33 @@ pub fn ensure_in_root(
         if rc < 0 {
             let e = std::io::Error::last_os_error();
             if e.raw_os_error() == Some(libc::EEXIST) {
-                // a dangling symlink (or a racing create): not ours to replace
-                return Ok(None);
+                // a dangling symlink of the image: made where it points, inside the root (as runc's
+                // securejoin does), never replaced; never for a writable path
+                if no_symlinks || hops >= 40 {
+                    return Ok(None);
+                }
+                let Ok(target) = nix::fcntl::readlinkat(Some(dir.as_raw_fd()), part.as_os_str())
+                else {
+                    return Ok(None);
+                };
+                let target = PathBuf::from(target);
+                let mut next = if target.is_absolute() {
+                    target
+                } else {
+                    parent.join(target)
+                };
+                for rest in &parts[i + 1..] {
+                    next.push(rest);
+                }
+                return ensure_in_root_hops(
+                    root,
+                    &normal_abs_lexical(&next),
+                    file,
+                    mode,
+                    owner,
+                    no_symlinks,
+                    hops + 1,
+                );
             }
             return Err(e).with_context(|| {
                 format!(

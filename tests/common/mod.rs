@@ -857,6 +857,31 @@ impl OverlayRoot {
     }
 }
 
+impl OverlayRoot {
+    /// Unmounts and mounts it again, as a client does between a container's end and a later copy
+    /// out of it (Docker unmounts a stopped container's rootfs and mounts it again for `docker cp`).
+    pub fn remount(&self) {
+        let d = self.merged.parent().unwrap();
+        let st = std::process::Command::new("umount")
+            .arg(&self.merged)
+            .status()
+            .unwrap();
+        assert!(st.success(), "umount overlay");
+        let opts = format!(
+            "lowerdir={},upperdir={},workdir={}",
+            test_rootfs().display(),
+            d.join("upper").display(),
+            d.join("work").display()
+        );
+        let st = std::process::Command::new("mount")
+            .args(["-t", "overlay", "overlay", "-o", &opts])
+            .arg(&self.merged)
+            .status()
+            .unwrap();
+        assert!(st.success(), "mount overlay again");
+    }
+}
+
 impl Drop for OverlayRoot {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount")
