@@ -134,6 +134,8 @@ install: build
 	install -D -m 0755 $(BIN) $(INSTALLED)
 	@if chattr +i $(INSTALLED) 2>/dev/null; then echo "$(INSTALLED): immutable (chattr +i), sealed at rest; make uninstall clears it"; \
 	else echo "$(INSTALLED): not made immutable (the filesystem cannot): rloxsc re-executes itself from a read-only bind mount instead"; fi
+	@# the subordinate id ranges contrib/podman/containers.conf's userns = "auto" needs
+	@$(INSTALLED) doctor --fix | grep '^\[fixed\]' || true
 
 uninstall:
 	@if [ -e $(INSTALLED) ]; then chattr -i $(INSTALLED) 2>/dev/null || true; fi

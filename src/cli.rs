@@ -148,7 +148,11 @@ pub enum Command {
         action: PolicyAction,
     },
     /// Check the host for what rloxsc needs.
-    Doctor,
+    Doctor {
+        /// Make the host settings rloxsc can make itself (Podman's subordinate id ranges).
+        #[arg(long)]
+        fix: bool,
+    },
     /// Run a new process in a running container, with the init's containment.
     Exec(ExecArgs),
     /// List the processes of a container.
@@ -358,7 +362,7 @@ impl Command {
             | Command::List { .. }
             | Command::Ps { .. }
             | Command::Events { .. } => t(false, false, true, true),
-            Command::Features | Command::Doctor => t(false, false, true, false),
+            Command::Features | Command::Doctor { .. } => t(false, false, true, false),
             Command::Kill { .. }
             | Command::Delete { .. }
             | Command::Pause { .. }
@@ -494,7 +498,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Policy {
             action: PolicyAction::Check { path },
         } => return commands::policy::check(&ctx, &path),
-        Command::Doctor => return commands::doctor::doctor(),
+        Command::Doctor { fix } => return commands::doctor::doctor(fix),
         Command::Exec(a) => {
             if a.preserve_fds < 0 {
                 bail!("--preserve-fds must not be negative");

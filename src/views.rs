@@ -213,9 +213,10 @@ fn mapping_lines(v: &[oci_spec::runtime::LinuxIdMapping]) -> Vec<(u32, u32, u32)
 }
 
 /// Rewrites `spec` so libcontainer reaches every bind source, namespace path and tmpfs through views
-/// in `views` (see the module documentation). `own_mapping` is rloxsc's mapping of the container
-/// (`None` when the caller brings its own, whose files it keeps itself): binds are then idmapped
-/// onto their source's owner. `mapping` is the container's mapping either way (tmpfs owners).
+/// in `views` (see the module documentation). `own_mapping` is the container's mapping when it is
+/// one block from container id 0 (rloxsc's, or a caller's such as Podman's `userns = "auto"`):
+/// binds are then idmapped onto their source's owner. `mapping` is the container's mapping either
+/// way (tmpfs owners).
 /// rloxsc's writable paths and `tmpcopyup` tmpfs are [`crate::rootfs`]'s, not touched here.
 pub fn prepare(
     spec: &mut Spec,
@@ -356,7 +357,11 @@ fn bind_view(
         m.set_options(Some(kept));
         m.set_uid_mappings(None);
         m.set_gid_mappings(None);
-    } else if let Some(map) = own_mapping.and_then(|om| om.for_owner((md.uid(), md.gid()))) {
+    } else if let Some(map) = own_mapping
+        // a directory the container's ids own already (Podman's `:U`) is the container's as it is
+        .filter(|om| om.container_uid(md.uid()).is_none())
+        .and_then(|om| om.for_owner((md.uid(), md.gid())))
+    {
         let ns = map.namespace()?;
         if let Err(e) = mountapi::idmap(&clone, &ns, recursive) {
             tracing::info!(

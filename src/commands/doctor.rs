@@ -253,8 +253,17 @@ fn feature_check(p: &crate::kernel_features::Probe) -> Check {
 }
 
 /// Runs every check; returns 0 when all hold, 1 otherwise.
-pub fn doctor() -> Result<i32> {
+pub fn doctor(fix: bool) -> Result<i32> {
     let mut checks = Vec::new();
+    if fix {
+        for f in crate::subids::fix()? {
+            println!(
+                "[fixed] {f}: containers:{}:{} added (Podman's userns = \"auto\")",
+                crate::subids::START,
+                crate::subids::COUNT
+            );
+        }
+    }
     let kernel = crate::kernel_features::running_release();
     let major_minor = crate::kernel_features::running_version();
     checks.push(check(
@@ -374,6 +383,7 @@ pub fn doctor() -> Result<i32> {
     }
 
     checks.extend(podman_check());
+    checks.extend(subids_check());
 
     let mut failed = 0;
     for c in &checks {
@@ -406,6 +416,28 @@ pub fn doctor() -> Result<i32> {
         );
     }
     Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// Podman's `userns = "auto"` (contrib/podman/containers.conf) takes container mappings from the
+/// `containers` ranges of /etc/subuid and /etc/subgid; rloxsc's own pool must lie outside them.
+fn subids_check() -> Vec<Check> {
+    let pool = crate::userns::Pool::default();
+    crate::subids::FILES
+        .iter()
+        .map(|f| match crate::subids::read(Path::new(f)) {
+            Ok(Some(r)) if crate::subids::overlaps_pool(r, &pool) => check(
+                false,
+                format!("{f}: containers:{}:{} overlaps rloxsc's user-namespace pool", r.0, r.1),
+                format!("give the user containers a range below {} (rloxsc doctor --fix adds containers:{}:{} when there is none)", pool.start, crate::subids::START, crate::subids::COUNT),
+            ),
+            Ok(Some(r)) => check(true, format!("{f}: containers:{}:{} (Podman's userns = \"auto\")", r.0, r.1), ""),
+            Ok(None) => warn(
+                format!("{f}: no range for the user containers (Podman's userns = \"auto\", contrib/podman/containers.conf)"),
+                format!("rloxsc doctor --fix (or make install) adds containers:{}:{}", crate::subids::START, crate::subids::COUNT),
+            ),
+            Err(e) => check(false, format!("{f}: {e:#}"), "make it readable by root"),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -513,10 +513,9 @@ fn add_writable_paths(
         }) {
             continue;
         }
-        let at = out
-            .iter()
-            .position(|m| normal_abs(m.destination()).starts_with(&path))
-            .unwrap_or(out.len());
+        // first, before every other mount: a mount elsewhere whose target the image links into a
+        // writable path (an /etc/hosts symlink into /tmp) then lands in the writable path
+        let at = done.len();
         out.insert(
             at,
             mount(

@@ -430,7 +430,11 @@ fn filesystem(
     // binds, tmpfs and namespace paths as views (rloxsc's writable paths and the tmpcopyup tmpfs,
     // still marked as such, are left to libcontainer_spec)
     let mut prepared = spec.clone();
-    crate::views::prepare(&mut prepared, &mut views, own_mapping, mapping)?;
+    let bind_mapping = own_mapping.or_else(|| {
+        let one_block = |v: &[(u32, u32, u32)]| v.len() == 1 && v[0].0 == 0;
+        (one_block(&mapping.uids) && one_block(&mapping.gids)).then_some(mapping)
+    });
+    crate::views::prepare(&mut prepared, &mut views, bind_mapping, mapping)?;
     let lc = libcontainer_spec(&prepared, &made);
 
     let client = source.is_clients();

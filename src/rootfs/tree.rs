@@ -396,9 +396,10 @@ pub fn measure(dir: &OwnedFd, bounds: Bounds) -> Result<Budget, Stop> {
     Ok(b)
 }
 
-/// Copies the tree below directory `src` into directory `dst` (which may hold entries already:
-/// same-named ones are replaced), keeping owners, modes (without set-id bits), times, holes and
-/// hard links; devices, sockets and overlay whiteouts are skipped. Bounded by `budget`.
+/// Copies the tree below directory `src` into directory `dst`, keeping owners, modes (without
+/// set-id bits), times, holes and hard links; devices, sockets and overlay whiteouts are skipped.
+/// An entry `dst` holds already (a mount point libcontainer made there) is kept, never replaced:
+/// replacing a mount point would detach the container's mount on it. Bounded by `budget`.
 pub fn copy_tree(src: &OwnedFd, dst: &OwnedFd, budget: &mut Budget) -> Result<(), Stop> {
     let mut links = Links::default();
     copy_dir(src, dst, budget, &mut links, 0)

@@ -154,11 +154,13 @@ ce_podman_conf() {
         -e "s#^runtime = \"runc\"\$#runtime = \"$1\"#" \
         -e '/^\[containers\]$/a netns = "none"' \
         "$RX_REPO/contrib/podman/containers.conf" >"$f"
-    # rloxsc with Podman's own user namespace, as contrib/podman/containers.conf recommends
+    # rloxsc with contrib/podman/containers.conf as shipped (Podman's own user namespace); runc as
+    # users run it, without
     if [ "$1" = rloxsc ]; then
-        sed -i -e 's/^# userns = "auto"$/userns = "auto"/' "$f"
-        grep -q '^userns = "auto"$' "$f" || { rx_note "contrib/podman/containers.conf: no userns line to set"; return 1; }
+        grep -q '^userns = "auto"$' "$f" || { rx_note "contrib/podman/containers.conf: no userns = \"auto\" line as shipped"; return 1; }
         ce_subids || return 1
+    else
+        sed -i -e '/^userns = "auto"$/d' "$f"
     fi
     grep -q "^rloxsc = \[\"$RLOXSC\"\]" "$f" && grep -q "^runtime = \"$1\"\$" "$f" && grep -q '^netns = "none"$' "$f" \
         || { rx_note "contrib/podman/containers.conf: no [containers], runtime or rloxsc line to set"; return 1; }
