@@ -483,6 +483,9 @@ pub fn container_init_process(
             )
             .map_err(|err| {
                 tracing::error!(?err, "failed to run start container hooks");
+                // start has returned by now and this process reports to no runtime: its stderr is
+                // where the caller sees why the container ended (runc forwards it from its init)
+                let _ = writeln!(std::io::stderr(), "{err}");
                 err
             })?;
         }
