@@ -331,6 +331,12 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
                 keys::CGROUP_PARENT
             );
         }
+        if let Some(why) = crate::cgroups::frozen(&cg, &host.cgroup_v1_hierarchies) {
+            bail!(
+                "cannot create container {:?}: container's cgroup unexpectedly frozen ({why}); thaw it first",
+                opts.id
+            );
+        }
     }
     let executor = executor_for(&policy, &ctx.faults, None)?;
     tracing::debug!(
