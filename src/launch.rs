@@ -24,7 +24,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::Pid;
-use oci_spec::runtime::{LinuxSeccomp, Process, Spec};
+use oci_spec::runtime::{Process, Spec};
 
 use crate::bundle::ContainerRecord;
 use crate::commands::Context;
@@ -163,20 +163,16 @@ pub fn release_host_resources(ctx: &Context, id: &str) {
 }
 
 /// The executor for a container process under `policy`: rloxsc's seccomp program for that policy
-/// (the build-time one unless the policy adds syscalls) and, for `exec`, the container's own profile,
-/// which libcontainer's tenant path would drop.
-pub fn executor_for(
-    policy: &Policy,
-    faults: &Faults,
-    caller_seccomp: Option<LinuxSeccomp>,
-) -> Result<HardenedExecutor> {
+/// (the build-time one unless the policy adds syscalls). The container's own profile is libcontainer's
+/// to install, for the init and (libcontainer patch 0017) for every exec'd process.
+pub fn executor_for(policy: &Policy, faults: &Faults) -> Result<HardenedExecutor> {
     let filter = seccomp::for_policy(policy).with_context(|| {
         format!(
             "cannot build rloxsc's seccomp filter (policy key {})",
             keys::SECCOMP
         )
     })?;
-    Ok(HardenedExecutor::new(filter, faults.executor()).with_caller_seccomp(caller_seccomp))
+    Ok(HardenedExecutor::new(filter, faults.executor()))
 }
 
 /// The libcontainer builder every container process is started from: id, executor, state root,
@@ -338,7 +334,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
             );
         }
     }
-    let executor = executor_for(&policy, &ctx.faults, None)?;
+    let executor = executor_for(&policy, &ctx.faults)?;
     tracing::debug!(
         "create {}: hardened, executor ready at {:?}",
         opts.id,
@@ -643,7 +639,6 @@ pub fn exec(
     ctx: &Context,
     req: &ExecRequest,
     record: &ContainerRecord,
-    spec: &Spec,
     init_pid: i32,
 ) -> Result<Executed> {
     let terminal = req.process.terminal().unwrap_or(false);
@@ -664,8 +659,7 @@ pub fn exec(
     fsutil::write_new(&process_file, &serde_json::to_vec(req.process)?, 0o600)?;
     let _remove = RemoveOnDrop(process_file.clone());
 
-    let caller_seccomp = spec.linux().as_ref().and_then(|l| l.seccomp().clone());
-    let executor = executor_for(&record.policy, &ctx.faults, caller_seccomp)?;
+    let executor = executor_for(&record.policy, &ctx.faults)?;
     let pid = builder(
         ctx,
         req.id,
