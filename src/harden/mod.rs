@@ -160,6 +160,7 @@ pub fn harden(
     filesystem::harden_mounts(&mut spec, &policy, facts, &mut changes)?;
     filesystem::harden_masked_and_readonly_paths(&mut spec, &mut changes);
     resources::harden_cgroups_path(&mut spec, id, &policy, &mut changes);
+    resources::refuse_unified_on_v1(&spec, facts)?;
     resources::harden_limits(&mut spec, &policy, &mut changes);
     resources::harden_sysctls(&mut spec, &mut changes);
     harden_process(
