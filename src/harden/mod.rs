@@ -156,6 +156,7 @@ pub fn harden(
     let policy = annotations::tighten(policy, &spec, &mut changes);
     namespaces::harden_namespaces(&mut spec, &policy, facts, &mut changes)?;
     namespaces::harden_user_namespace(&mut spec, facts, &mut changes)?;
+    namespaces::harden_joined_mount_pid_ipc(&mut spec, facts, &mut changes)?;
     filesystem::harden_root(&mut spec, facts, &mut changes)?;
     filesystem::harden_mounts(&mut spec, &policy, facts, &mut changes)?;
     filesystem::harden_masked_and_readonly_paths(&mut spec, &mut changes);
