@@ -207,6 +207,12 @@ pub fn exec(ctx: &Context, opts: &ExecOptions) -> Result<i32> {
     let paused = c.status() == libcontainer::container::ContainerStatus::Paused;
     // as runc: a created container (its init waiting for `start`) takes exec'd processes too
     let created = c.status() == libcontainer::container::ContainerStatus::Created;
+    if paused && !opts.ignore_paused {
+        bail!(
+            "cannot exec in container {:?}: cannot exec in a paused container (pass --ignore-paused to exec into it anyway)",
+            opts.id
+        );
+    }
     if !(c.can_exec() || created || opts.ignore_paused && paused) {
         bail!(
             "cannot exec in container {:?}: it is {}",

@@ -279,6 +279,7 @@ impl TenantContainerBuilder {
             user_ns_config,
             notify_path: notify_path.clone(),
             container: None,
+            joined: Some(container.clone()),
             preserve_fds: self.base.preserve_fds,
             parent_death_signal: self.base.parent_death_signal,
             user_namespace_owner: self.base.user_namespace_owner,

@@ -154,7 +154,13 @@ pub fn container_init_process(
     // See: https://github.com/opencontainers/runc/blob/v1.4.0/libcontainer/setns_init_linux.go
     if let Some(csocketfd) = args.console_socket {
         let mount_console = matches!(args.container_type, ContainerType::InitContainer);
-        tty::setup_console(ctx.syscall.as_ref(), csocketfd, mount_console).map_err(|err| {
+        // the process's consoleSize, as runc gives it to the terminal it makes
+        let size = ctx
+            .process
+            .console_size()
+            .as_ref()
+            .map(|b| (b.height() as u16, b.width() as u16));
+        tty::setup_console(ctx.syscall.as_ref(), csocketfd, mount_console, size).map_err(|err| {
             tracing::error!(?err, "failed to set up tty");
             InitProcessError::Tty(err)
         })?;
