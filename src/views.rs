@@ -417,6 +417,21 @@ fn id_map(spec: &Spec, base: Option<u32>) -> Option<crate::writable::IdMap> {
     })
 }
 
+/// The source name a tmpfs is made with: rloxsc's writable paths are named after the container's
+/// view token (their host-side views are found by it); a caller's own tmpfs keeps the caller's
+/// source, as runc shows it in `/proc/mounts` (`tmpfs /mnt tmpfs ro,...`), unless it would pass for
+/// one of rloxsc's names.
+fn tmpfs_source(writable: bool, caller: Option<&Path>, views: &str) -> String {
+    let caller = caller
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty() && !s.starts_with("rloxsc-"));
+    match caller {
+        Some(s) if !writable => s,
+        _ if writable => views.to_string(),
+        _ => "tmpfs".to_string(),
+    }
+}
+
 /// Splits a tmpfs mount's options into the filesystem's `key=value` data (uid and gid translated
 /// to host ids by `base`; the root owned by the container's root unless they say otherwise), the
 /// atime attributes the mount is made with (a mount a user namespace receives has its atime locked:
@@ -660,7 +675,10 @@ pub fn prepare(
             continue;
         };
         let (mut data, attrs, flags) = tmpfs_options(&options, ids.uid(0));
-        data.push(("source".into(), source.clone()));
+        data.push((
+            "source".into(),
+            tmpfs_source(writable, m.source().as_deref(), &source),
+        ));
         let fs = detached_tmpfs_attrs(&data, attrs)
             .with_context(|| format!("cannot make the tmpfs for {}", m.destination().display()))?;
         let name = m
@@ -757,4 +775,23 @@ pub fn prepare(
         }
     }
     Ok(idmapped)
+}
+
+#[cfg(test)]
+mod tmpfs_source_tests {
+    use super::*;
+
+    #[test]
+    fn a_callers_tmpfs_keeps_its_source_and_rloxscs_are_named_by_token() {
+        let t = "rloxsc-abc";
+        assert_eq!(tmpfs_source(false, Some(Path::new("tmpfs")), t), "tmpfs");
+        assert_eq!(tmpfs_source(false, Some(Path::new("shm")), t), "shm");
+        assert_eq!(tmpfs_source(false, None, t), "tmpfs");
+        // a caller's source never passes for one of rloxsc's view names
+        assert_eq!(
+            tmpfs_source(false, Some(Path::new("rloxsc-other")), t),
+            "tmpfs"
+        );
+        assert_eq!(tmpfs_source(true, Some(Path::new("tmpfs")), t), t);
+    }
 }
