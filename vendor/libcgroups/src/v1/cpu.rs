@@ -104,7 +104,7 @@ impl Cpu {
                 Ok(()) => {}
                 Err(e)
                     if quota.is_some()
-                        && e.inner().raw_os_error() == Some(libc::EINVAL) =>
+                        && e.inner().raw_os_error() == Some(nix::errno::Errno::EINVAL as i32) =>
                 {
                     period_pending = Some(cpu_period);
                 }
