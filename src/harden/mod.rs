@@ -156,10 +156,11 @@ pub fn harden(
     let policy = annotations::tighten(policy, &spec, &mut changes);
     namespaces::harden_namespaces(&mut spec, &policy, facts, &mut changes)?;
     namespaces::harden_user_namespace(&mut spec, facts, &mut changes)?;
-    namespaces::harden_joined_mount_pid_ipc(&mut spec, facts, &mut changes)?;
     filesystem::harden_root(&mut spec, facts, &mut changes)?;
     filesystem::harden_mounts(&mut spec, &policy, facts, &mut changes)?;
     filesystem::harden_masked_and_readonly_paths(&mut spec, &mut changes);
+    // after the mounts: it may drop the /dev/mqueue mount harden_mounts requires
+    namespaces::harden_joined_mount_pid_ipc(&mut spec, facts, &mut changes)?;
     resources::harden_cgroups_path(&mut spec, id, &policy, &mut changes);
     resources::refuse_unified_on_v1(&spec, facts)?;
     resources::harden_limits(&mut spec, &policy, &mut changes);

@@ -552,6 +552,41 @@ mod tests {
     }
 
     #[test]
+    fn a_hardened_spec_joining_a_host_owned_ipc_namespace_has_no_mqueue_mount() {
+        let mut f = facts();
+        f.host_namespaces
+            .insert(LinuxNamespaceType::User, (4, 4026531837));
+        f.namespace_paths.insert("/proc/7/ns/ipc".into(), (4, 5000));
+        f.namespace_owners.insert(
+            "/proc/7/ns/ipc".into(),
+            crate::harden::NamespaceOwner {
+                id: (4, 4026531837),
+                path: None,
+                uid_map: vec![],
+            },
+        );
+        let mut s = careless_spec();
+        s.linux_mut()
+            .as_mut()
+            .unwrap()
+            .set_namespaces(Some(vec![serde_json::from_str(
+                r#"{"type":"ipc","path":"/proc/7/ns/ipc"}"#,
+            )
+            .unwrap()]));
+        let h = crate::harden::harden(&s, "c1", &Policy::default(), &f).unwrap();
+        assert!(
+            !h.spec
+                .mounts()
+                .iter()
+                .flatten()
+                .any(|m| m.typ().as_deref() == Some("mqueue")),
+            "{:?}",
+            h.spec.mounts()
+        );
+        assert!(h.changes.iter().any(|c| c.key == keys::NAMESPACES_JOIN));
+    }
+
+    #[test]
     fn unresolvable_namespace_path_is_refused() {
         let mut s = spec_joining("/nonexistent/ns");
         let r = harden_namespaces(
