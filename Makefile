@@ -10,7 +10,7 @@ DEMO := bundles/demo
 ROOT ?= /run/rloxsc
 DEMO_PORT := 47123
 
-.PHONY: all deps build build-fault bundles demo lint test unit-test integration-test test-v2 test-clients adversarial bench bench-clients fuzz install uninstall fmt clean
+.PHONY: all deps build build-fault bundles demo lint test unit-test integration-test test-v2 test-matrix matrix-baseline test-clients adversarial bench bench-clients fuzz install uninstall fmt clean
 
 all: build
 
@@ -62,6 +62,7 @@ test: lint build build-fault bundles
 	$(CARGO) test --release --locked --no-fail-fast -- --test-threads=2
 	bash scripts/deps.sh --fuzz && bash scripts/fuzz.sh 30
 	RLOXSC_BIN=$(BIN) bash tests/v2guest/run.sh
+	RLOXSC_BIN=$(BIN) bash tests/matrix/run.sh
 	RLOXSC_NO_BUILD=1 bash tests/clients/run.sh all
 	bash scripts/workload-report.sh
 
@@ -80,6 +81,17 @@ test-clients: build bundles
 # The cgroup v2 suite alone (a QEMU guest with pure cgroup v2; this host may be v1).
 test-v2: build bundles
 	RLOXSC_BIN=$(BIN) bash tests/v2guest/run.sh
+
+# The kernel x cgroup matrix alone (tests/matrix: Debian 11's 5.10, 12's 6.1, bookworm-backports' 6.12
+# with busybox and with systemd as PID 1, in QEMU guests on this host's root, and this host): Docker,
+# the CRI and the hardening probe under rloxsc, judged against runc's recorded results
+# (tests/matrix/baseline). MATRIX_CELLS="debian12-6.1 host" picks cells; RLOXSC_BIN tests another binary.
+test-matrix: build bundles
+	RLOXSC_BIN=$(BIN) bash tests/matrix/run.sh $(MATRIX_CELLS)
+
+# The same with runc's column run too, rewriting tests/matrix/baseline/<cell>.tsv (commit the change).
+matrix-baseline: build bundles
+	MATRIX_RUNC=live MATRIX_WRITE_BASELINE=1 RLOXSC_BIN=$(BIN) bash tests/matrix/run.sh $(MATRIX_CELLS)
 
 # The adversarial suite alone (tests/adversarial.rs): bundles/test/adversary.c's escape attempts under
 # a permissive config, runc's default config, host namespaces by path and `exec`; CVE-2019-5736,

@@ -37,12 +37,6 @@ pub struct ContainerRecord {
     /// be recycled by another process after the init is gone, and must not then be signalled.
     #[serde(default)]
     pub init: Option<ProcessIdentity>,
-    /// The container's block of host ids (freed at delete), when rloxsc allocated one.
-    #[serde(default)]
-    pub userns: Option<crate::userns::Allocation>,
-    /// The view directory while it exists (detached once the container is created).
-    #[serde(default)]
-    pub views: Option<PathBuf>,
 }
 
 /// A process named so that a recycled pid is not mistaken for it.
@@ -117,23 +111,21 @@ impl Layout {
         Ok(())
     }
 
-    /// Writes the private bundle of `id`: the hardened config.json and rloxsc.json. Fails if it exists.
-    /// (Compact JSON and no fsync: the state root is a tmpfs, and a crash takes the containers too.)
+    /// Writes the private bundle of `id` (its directory made by [`crate::footprint::Footprint::begin`],
+    /// or here): the hardened config.json and rloxsc.json. Fails if they exist. (Compact JSON and no
+    /// fsync: the state root is a tmpfs, and a crash takes the containers too.)
     pub fn write_bundle(&self, id: &str, spec: &Spec, meta: &ContainerRecord) -> Result<PathBuf> {
         let dir = self.bundle_dir(id);
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&dir)
-            .with_context(|| format!("cannot create private bundle {}", dir.display()))?;
-        let res = (|| -> Result<()> {
-            fsutil::write_new(&dir.join("config.json"), &serde_json::to_vec(spec)?, 0o600)?;
-            fsutil::write_new(&dir.join("rloxsc.json"), &serde_json::to_vec(meta)?, 0o600)?;
-            Ok(())
-        })();
-        if let Err(e) = res {
-            let _ = fs::remove_dir_all(&dir);
-            return Err(e);
+        match fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot create private bundle {}", dir.display()))
+            }
         }
+        fsutil::write_new(&dir.join("config.json"), &serde_json::to_vec(spec)?, 0o600)?;
+        fsutil::write_new(&dir.join("rloxsc.json"), &serde_json::to_vec(meta)?, 0o600)?;
         Ok(dir)
     }
 
@@ -232,8 +224,6 @@ mod tests {
             changes: vec!["x".into()],
             policy: Policy::default(),
             init: None,
-            userns: None,
-            views: None,
         };
         l.write_bundle("c1", &Spec::default(), &meta).unwrap();
         assert!(

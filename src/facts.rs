@@ -227,11 +227,22 @@ pub fn gather(
         .process()
         .as_ref()
         .map(|p| crate::harden::filesystem::normal_abs(p.cwd()));
+    let env_home = spec.process().as_ref().and_then(|p| {
+        p.env().iter().flatten().find_map(|e| {
+            e.strip_prefix("HOME=")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+    });
+    let home = env_home
+        .or_else(|| image_home.as_ref().map(|h| PathBuf::from(h.home())))
+        .map(|h| crate::harden::filesystem::normal_abs(&h));
     let candidates: Vec<PathBuf> = writable
         .iter()
         .filter(|w| w.path.starts_with('/'))
         .map(|w| PathBuf::from(&w.path))
         .chain(cwd)
+        .chain(home)
         .collect();
     let mut image_dirs = Vec::new();
     let mut symlinked_writable = Vec::new();
@@ -388,203 +399,5 @@ mod tests {
         assert_eq!(first_symlink_in(&d, Path::new("/dev/pts")), None);
         assert_eq!(first_symlink_in(&d, Path::new("/sys")), None);
         std::fs::remove_dir_all(&d).unwrap();
-    }
-}
-
-/// Creates the process's working directory inside the rootfs when the image lacks it, as runc does
-/// (before the root becomes read-only). Walks `cwd` one component at a time without following
-/// symlinks: at the first symlink it stops and leaves the path to the container's own chdir (which
-/// resolves inside the container's root), so a hostile image can never make rloxsc create a
-/// directory outside the rootfs.
-pub fn ensure_cwd(rootfs: &Path, cwd: &Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    let mut cur = rootfs.to_path_buf();
-    for c in cwd.components() {
-        let Component::Normal(n) = c else { continue };
-        cur.push(n);
-        match std::fs::symlink_metadata(&cur) {
-            Ok(m) if m.file_type().is_symlink() => return Ok(()),
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => bail!(
-                "the working directory {} is not a directory in the image",
-                cwd.display()
-            ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::DirBuilder::new()
-                    .mode(0o755)
-                    .create(&cur)
-                    .with_context(|| {
-                        format!(
-                            "cannot create the working directory {} in the image",
-                            cwd.display()
-                        )
-                    })?;
-            }
-            Err(e) => return Err(e).with_context(|| format!("cannot check {}", cur.display())),
-        }
-    }
-    Ok(())
-}
-
-/// Creates the mount points of `spec`'s mounts that the image lacks, from outside, as host root: in
-/// a rootfs that cannot be idmapped (overlayfs) the image's directories are not the container
-/// root's, so libcontainer, creating them from inside the user namespace, would be refused. A mount
-/// point under another mount of the spec is left to libcontainer (it lands in that mount, which the
-/// container owns). Walks each path one component at a time through directory fds opened with
-/// `O_NOFOLLOW`: at a symlink it stops and leaves the path to libcontainer, which resolves it
-/// inside the root, so a hostile image cannot make rloxsc create anything outside the rootfs.
-pub fn ensure_mount_points(rootfs: &Path, spec: &Spec) -> Result<()> {
-    let mounts: Vec<&oci_spec::runtime::Mount> = spec.mounts().iter().flatten().collect();
-    let dests: Vec<PathBuf> = mounts.iter().map(|m| normal(m.destination())).collect();
-    for (m, dest) in mounts.iter().zip(&dests) {
-        let nested = dests.iter().any(|d| d != dest && dest.starts_with(d));
-        if nested || dest.as_os_str() == "/" {
-            continue;
-        }
-        let is_bind = m.typ().as_deref() == Some("bind")
-            || m.options()
-                .iter()
-                .flatten()
-                .any(|o| o == "bind" || o == "rbind");
-        let file = is_bind
-            && m.source()
-                .as_ref()
-                .and_then(|s| std::fs::metadata(s).ok())
-                .is_some_and(|md| !md.is_dir());
-        create_inside(rootfs, dest, file).with_context(|| {
-            format!(
-                "cannot create the mount point {} in the image",
-                dest.display()
-            )
-        })?;
-    }
-    Ok(())
-}
-
-/// `p` with `.` and `..` resolved lexically (never above `/`).
-fn normal(p: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for c in p.components() {
-        match c {
-            Component::Normal(n) => out.push(n),
-            Component::ParentDir => {
-                out.pop();
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// Creates `rel` (a directory, or an empty file when `file`) inside `root` unless it exists;
-/// missing parents become directories. Stops quietly at a symlink or a non-directory.
-fn create_inside(root: &Path, rel: &Path, file: bool) -> Result<()> {
-    use nix::fcntl::{AtFlags, OFlag};
-    use nix::sys::stat::Mode;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    let owned = |fd: nix::Result<std::os::fd::RawFd>| {
-        // SAFETY: a successful open returned a new fd nothing else owns
-        fd.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
-    };
-    let dir_flags = OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_PATH;
-    let mut dir = owned(nix::fcntl::open(root, dir_flags, Mode::empty()))
-        .with_context(|| format!("cannot open {}", root.display()))?;
-    let parts: Vec<&std::ffi::OsStr> = rel
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n),
-            _ => None,
-        })
-        .collect();
-    for (i, name) in parts.iter().enumerate() {
-        let last = i + 1 == parts.len();
-        let at = Some(dir.as_raw_fd());
-        match nix::sys::stat::fstatat(at, *name, AtFlags::AT_SYMLINK_NOFOLLOW) {
-            Ok(st) => {
-                if last || st.st_mode & libc::S_IFMT != libc::S_IFDIR {
-                    return Ok(()); // exists, or a symlink / file on the way: libcontainer decides
-                }
-            }
-            Err(nix::errno::Errno::ENOENT) => {
-                if last && file {
-                    let flags = OFlag::O_CREAT
-                        | OFlag::O_EXCL
-                        | OFlag::O_NOFOLLOW
-                        | OFlag::O_CLOEXEC
-                        | OFlag::O_WRONLY;
-                    return match owned(nix::fcntl::openat(
-                        at,
-                        *name,
-                        flags,
-                        Mode::from_bits_truncate(0o644),
-                    )) {
-                        Ok(_) | Err(nix::errno::Errno::EEXIST) => Ok(()),
-                        Err(e) => Err(e.into()),
-                    };
-                }
-                match nix::sys::stat::mkdirat(at, *name, Mode::from_bits_truncate(0o755)) {
-                    Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
-                    Err(e) => return Err(e.into()),
-                }
-                if last {
-                    return Ok(());
-                }
-            }
-            Err(e) => return Err(e.into()),
-        }
-        dir = match owned(nix::fcntl::openat(at, *name, dir_flags, Mode::empty())) {
-            Ok(d) => d,
-            Err(nix::errno::Errno::ELOOP | nix::errno::Errno::ENOTDIR) => return Ok(()),
-            Err(e) => return Err(e.into()),
-        };
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod mount_point_tests {
-    use super::*;
-
-    #[test]
-    fn creates_missing_mount_points_but_never_through_a_symlink() {
-        let d = std::env::temp_dir().join(format!("rloxsc-mp-{}", std::process::id()));
-        let outside =
-            std::env::temp_dir().join(format!("rloxsc-mp-outside-{}", std::process::id()));
-        std::fs::create_dir_all(d.join("etc")).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        std::os::unix::fs::symlink(&outside, d.join("link")).unwrap();
-        create_inside(&d, Path::new("/a/b"), false).unwrap();
-        assert!(d.join("a/b").is_dir());
-        create_inside(&d, Path::new("/etc/resolv.conf"), true).unwrap();
-        assert!(d.join("etc/resolv.conf").is_file());
-        create_inside(&d, Path::new("/link/x"), false).unwrap();
-        create_inside(&d, Path::new("/link/y"), true).unwrap();
-        assert!(
-            !outside.join("x").exists() && !outside.join("y").exists(),
-            "created through a symlink"
-        );
-        std::fs::remove_dir_all(&d).unwrap();
-        std::fs::remove_dir_all(&outside).unwrap();
-    }
-}
-
-#[cfg(test)]
-mod cwd_tests {
-    use super::*;
-
-    #[test]
-    fn creates_missing_cwd_but_never_through_a_symlink() {
-        let d = std::env::temp_dir().join(format!("rloxsc-cwd-{}", std::process::id()));
-        let outside =
-            std::env::temp_dir().join(format!("rloxsc-cwd-outside-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        ensure_cwd(&d, Path::new("/a/b")).unwrap();
-        assert!(d.join("a/b").is_dir());
-        std::os::unix::fs::symlink(&outside, d.join("link")).unwrap();
-        ensure_cwd(&d, Path::new("/link/x")).unwrap();
-        assert!(!outside.join("x").exists(), "created through a symlink");
-        std::fs::remove_dir_all(&d).unwrap();
-        std::fs::remove_dir_all(&outside).unwrap();
     }
 }

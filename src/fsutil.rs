@@ -21,6 +21,67 @@ pub fn refuse_symlink(path: &Path, what: &str) -> Result<()> {
     }
 }
 
+/// Fails when resolving `path` would follow a symlink that a user other than root (and other than
+/// this process's own user) owns, in any component: such a user can point it at a directory of
+/// root's and have root's rloxsc write its file there (a pid file, a record, a log, a console
+/// socket of the caller). A root-owned symlink (`/var/run` on Debian) is followed. The final
+/// component is left to the caller's open (which refuses a symlink there).
+pub fn refuse_foreign_symlinks(path: &Path, what: &str) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    let abs = std::path::absolute(path)
+        .with_context(|| format!("cannot resolve the {what} path {}", path.display()))?;
+    let parent = abs.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut pending: Vec<std::ffi::OsString> = parent
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(n) => Some(n.to_os_string()),
+            _ => None,
+        })
+        .rev()
+        .collect();
+    let mut cur = PathBuf::from("/");
+    let mut hops = 0;
+    while let Some(name) = pending.pop() {
+        if name == ".." {
+            cur.pop();
+            continue;
+        }
+        let next = cur.join(&name);
+        let Ok(md) = std::fs::symlink_metadata(&next) else {
+            return Ok(()); // missing: the open fails with its own error
+        };
+        if !md.file_type().is_symlink() {
+            cur = next;
+            continue;
+        }
+        if md.uid() != 0 && md.uid() != me {
+            bail!(
+                "refusing to write the {what} {}: {} is a symlink owned by uid {}, which rloxsc does not follow",
+                path.display(),
+                next.display(),
+                md.uid()
+            );
+        }
+        hops += 1;
+        if hops > 40 {
+            bail!("the {what} path {} has too many symlinks", path.display());
+        }
+        let target = std::fs::read_link(&next)?;
+        if target.is_absolute() {
+            cur = PathBuf::from("/");
+        }
+        for c in target.components().rev() {
+            match c {
+                std::path::Component::Normal(n) => pending.push(n.to_os_string()),
+                std::path::Component::ParentDir => pending.push("..".into()),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The `statx(2)` attributes of `path` and the mask of those its filesystem supports
 /// (`stx_attributes`, `stx_attributes_mask`); `flags` as for statx (`0` follows a final symlink,
 /// `AT_SYMLINK_NOFOLLOW` does not). `None` when statx fails.
@@ -79,6 +140,7 @@ pub fn write_new(path: &Path, data: &[u8], mode: u32) -> Result<()> {
 /// file in errors ("pid file", "run record").
 pub fn replace_file(path: &Path, data: &[u8], mode: u32, what: &str) -> Result<()> {
     refuse_symlink(path, what)?;
+    refuse_foreign_symlinks(path, what)?;
     let name = path
         .file_name()
         .with_context(|| format!("the {what} path {} has no file name", path.display()))?;
@@ -109,6 +171,8 @@ pub fn replace_file(path: &Path, data: &[u8], mode: u32, what: &str) -> Result<(
 /// Opens `path` for appending (created with `mode` when absent), refusing a symlink as its final
 /// component (ELOOP).
 pub fn open_append_nofollow(path: &Path, mode: u32) -> std::io::Result<File> {
+    refuse_foreign_symlinks(path, "log file")
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, format!("{e:#}")))?;
     OpenOptions::new()
         .create(true)
         .append(true)
@@ -201,6 +265,33 @@ pub fn openat2(
     }
     // SAFETY: openat2 returned a new fd that nothing else owns
     Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as i32) })
+}
+
+#[cfg(test)]
+mod foreign_symlink_tests {
+    use super::*;
+
+    #[test]
+    fn a_users_symlink_on_the_way_is_refused_roots_is_followed() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("SKIPPED: needs root");
+            return;
+        }
+        let base = std::env::temp_dir().join(format!("rloxsc-fsym-{}", std::process::id()));
+        let target = base.join("roots");
+        std::fs::create_dir_all(&target).unwrap();
+        std::os::unix::fs::symlink(&target, base.join("users")).unwrap();
+        std::os::unix::fs::symlink(&target, base.join("mine")).unwrap();
+        // the user's link
+        let c = std::ffi::CString::new(base.join("users").as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: lchown of a NUL-terminated path of our own
+        assert_eq!(unsafe { libc::lchown(c.as_ptr(), 1000, 1000) }, 0);
+        let e = refuse_foreign_symlinks(&base.join("users/c.pid"), "pid file").unwrap_err();
+        assert!(e.to_string().contains("uid 1000"), "{e}");
+        refuse_foreign_symlinks(&base.join("mine/c.pid"), "pid file").unwrap();
+        refuse_foreign_symlinks(&base.join("roots/c.pid"), "pid file").unwrap();
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 }
 
 #[cfg(test)]

@@ -12,25 +12,33 @@
 
 pub mod bundle;
 pub mod cgroups;
+pub mod charged;
 pub mod cli;
 pub mod commands;
 pub mod container;
+pub mod context;
 pub mod custodian;
 pub mod errors;
 pub mod executor;
 pub mod exeseal;
 pub mod facts;
 pub mod fault;
+pub mod footprint;
 pub mod fsutil;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod harden;
+pub mod idmap;
+pub mod kernel_features;
 pub mod launch;
 pub mod logging;
+pub mod mountapi;
+pub mod mountinfo;
 pub mod netns;
 pub mod policy;
 pub mod policy_file;
 pub mod record;
+pub mod rootfs;
 pub mod seccomp;
 pub mod trust;
 pub mod tty;
@@ -38,4 +46,3 @@ pub mod userns;
 pub mod verify;
 pub mod views;
 pub mod vmchild;
-pub mod writable;

@@ -1,5 +1,9 @@
 //! Network namespace mechanics libcontainer leaves out: bringing the loopback interface of a new
-//! network namespace up, so that programs in the container can use 127.0.0.1 (and only that).
+//! network namespace up, so that programs in the container can use 127.0.0.1 (and only that), and,
+//! under `network.mode = "loopback-only"`, making unusable the interfaces a caller put into the
+//! container's own network namespace (Docker's default bridge moves a veth in from a prestart hook):
+//! each is set down and loses every address, so only loopback carries traffic; the container cannot
+//! undo it (no CAP_NET_ADMIN), and verification checks it from outside.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -81,6 +85,317 @@ fn set_lo_up() -> Result<()> {
     // SAFETY: as above, SIOCSIFFLAGS with the same valid ifreq.
     if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &ifr) } < 0 {
         bail!("SIOCSIFFLAGS lo: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// After the caller's hooks ran, before verification: under `network.mode = "loopback-only"`, the
+/// interfaces in the container's own (new) network namespace besides the kernel's are made unusable
+/// ([`contain_interfaces`]), each change logged with the policy key. A joined namespace is left as it
+/// is (others may use it): verification refuses it if it holds a usable interface.
+pub fn contain_for_policy(
+    id: &str,
+    pid: i32,
+    spec: &oci_spec::runtime::Spec,
+    policy: &crate::policy::Policy,
+) -> Result<()> {
+    use crate::policy::{keys, NetworkMode};
+    if policy.network != NetworkMode::LoopbackOnly {
+        return Ok(());
+    }
+    let own_netns = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.namespaces().as_ref())
+        .is_some_and(|ns| {
+            ns.iter().any(|n| {
+                n.typ() == oci_spec::runtime::LinuxNamespaceType::Network && n.path().is_none()
+            })
+        });
+    if !own_netns {
+        return Ok(());
+    }
+    let changed =
+        contain_interfaces(pid).with_context(|| format!("policy key {}", keys::NETWORK_MODE))?;
+    for n in changed {
+        tracing::info!(
+            "container {id}: interface {n} in its network namespace set down, its addresses removed: only loopback is usable (policy key {})",
+            keys::NETWORK_MODE
+        );
+    }
+    Ok(())
+}
+
+/// The interface names of `/proc/<pid>/net/dev` as verification judges them: each interface that is
+/// not the kernel's own and is down without an address gets the suffix [`INERT`]. Where the states
+/// cannot be read the names are returned as they are (and judged as usable).
+pub fn mark_inert(pid: i32, names: Vec<String>) -> Vec<String> {
+    if names.iter().all(|n| KERNEL_DEVICES.contains(&n.as_str())) {
+        return names;
+    }
+    let Ok(states) = interface_states(pid) else {
+        return names;
+    };
+    names
+        .into_iter()
+        .map(|n| {
+            let inert = !KERNEL_DEVICES.contains(&n.as_str())
+                && states
+                    .iter()
+                    .any(|(s, up, addrs)| *s == n && !up && *addrs == 0);
+            if inert {
+                format!("{n}{INERT}")
+            } else {
+                n
+            }
+        })
+        .collect()
+}
+
+/// Interfaces the kernel makes in every new network namespace (loopback, and the fallback tunnels of
+/// loaded tunnel modules, which are down and connected to nothing).
+pub const KERNEL_DEVICES: &[&str] = &[
+    "lo", "sit0", "tunl0", "ip6tnl0", "gre0", "gretap0", "erspan0", "ip6gre0", "ip6_vti0",
+    "ip_vti0",
+];
+
+/// The suffix verification gives an interface that is down and has no address (see
+/// [`interface_states`]): such an interface carries no traffic.
+pub const INERT: &str = " (down, no address)";
+
+/// Under `network.mode = "loopback-only"`, for a container with a network namespace of its own:
+/// every interface besides the kernel's own ([`KERNEL_DEVICES`]) that the caller's hooks put there is
+/// set down and its addresses are removed. Returns the interfaces it changed (logged by the caller).
+pub fn contain_interfaces(pid: i32) -> Result<Vec<String>> {
+    let names: Vec<String> = std::fs::read_to_string(format!("/proc/{pid}/net/dev"))
+        .with_context(|| format!("cannot read /proc/{pid}/net/dev"))?
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next().map(|n| n.trim().to_string()))
+        .filter(|n| !n.is_empty() && !KERNEL_DEVICES.contains(&n.as_str()))
+        .collect();
+    if names.is_empty() {
+        return Ok(names);
+    }
+    in_network_namespace(Path::new(&format!("/proc/{pid}/ns/net")), || {
+        for n in &names {
+            set_down(n).with_context(|| format!("cannot set {n} down"))?;
+            delete_addresses(n).with_context(|| format!("cannot remove the addresses of {n}"))?;
+        }
+        Ok(())
+    })
+    .context("cannot make the caller's interfaces in the container's network namespace unusable")?;
+    Ok(names)
+}
+
+/// Every interface of the network namespace of `pid`, from outside: its name, whether it is up, and
+/// how many addresses it has.
+pub fn interface_states(pid: i32) -> Result<Vec<(String, bool, usize)>> {
+    let names: Vec<String> = std::fs::read_to_string(format!("/proc/{pid}/net/dev"))
+        .with_context(|| format!("cannot read /proc/{pid}/net/dev"))?
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next().map(|n| n.trim().to_string()))
+        .filter(|n| !n.is_empty())
+        .collect();
+    in_network_namespace(Path::new(&format!("/proc/{pid}/ns/net")), || {
+        let addrs = addresses()?;
+        names
+            .iter()
+            .map(|n| {
+                let up = flags(n)? & libc::IFF_UP as libc::c_short != 0;
+                let index = ifindex(n)?;
+                Ok((
+                    n.clone(),
+                    up,
+                    addrs.iter().filter(|a| a.index == index).count(),
+                ))
+            })
+            .collect()
+    })
+}
+
+fn inet_socket() -> Result<std::os::fd::OwnedFd> {
+    // SAFETY: plain socket(2).
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        bail!("socket: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: we own the new fd.
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+fn ifreq_for(name: &str) -> Result<libc::ifreq> {
+    // SAFETY: ifreq is plain data; zeroed is valid.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    if name.len() >= ifr.ifr_name.len() || name.as_bytes().contains(&0) {
+        bail!("bad interface name {name:?}");
+    }
+    for (i, b) in name.bytes().enumerate() {
+        ifr.ifr_name[i] = b as libc::c_char;
+    }
+    Ok(ifr)
+}
+
+fn flags(name: &str) -> Result<libc::c_short> {
+    let sock = inet_socket()?;
+    let mut ifr = ifreq_for(name)?;
+    // SAFETY: SIOCGIFFLAGS on our socket with a valid ifreq.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut ifr) } < 0 {
+        bail!("SIOCGIFFLAGS {name}: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: SIOCGIFFLAGS filled the flags member of the union.
+    Ok(unsafe { ifr.ifr_ifru.ifru_flags })
+}
+
+fn set_down(name: &str) -> Result<()> {
+    let sock = inet_socket()?;
+    let mut ifr = ifreq_for(name)?;
+    // SAFETY: SIOCGIFFLAGS on our socket with a valid ifreq.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut ifr) } < 0 {
+        bail!("SIOCGIFFLAGS {name}: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: SIOCGIFFLAGS filled the flags member of the union, the one read and written here.
+    unsafe { ifr.ifr_ifru.ifru_flags &= !(libc::IFF_UP as libc::c_short) };
+    // SAFETY: SIOCSIFFLAGS with the same valid ifreq.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &ifr) } < 0 {
+        bail!("SIOCSIFFLAGS {name}: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn ifindex(name: &str) -> Result<u32> {
+    let c = std::ffi::CString::new(name)?;
+    // SAFETY: a valid NUL-terminated name.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if i == 0 {
+        bail!("no interface {name}: {}", std::io::Error::last_os_error());
+    }
+    Ok(i)
+}
+
+/// One address of an `RTM_GETADDR` dump: its interface, and the message to send back as `RTM_DELADDR`
+/// (the `ifaddrmsg` and its attributes).
+struct Address {
+    index: u32,
+    body: Vec<u8>,
+}
+
+const NLMSG_HDR: usize = 16;
+const IFADDRMSG: usize = 8;
+
+fn netlink_socket() -> Result<std::os::fd::OwnedFd> {
+    // SAFETY: plain socket(2).
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::NETLINK_ROUTE,
+        )
+    };
+    if fd < 0 {
+        bail!("netlink socket: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: we own the new fd.
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+fn nl_send(sock: &std::os::fd::OwnedFd, typ: u16, flags: u16, seq: u32, body: &[u8]) -> Result<()> {
+    let len = NLMSG_HDR + body.len();
+    let mut msg = Vec::with_capacity(len);
+    msg.extend_from_slice(&(len as u32).to_ne_bytes());
+    msg.extend_from_slice(&typ.to_ne_bytes());
+    msg.extend_from_slice(&flags.to_ne_bytes());
+    msg.extend_from_slice(&seq.to_ne_bytes());
+    msg.extend_from_slice(&0u32.to_ne_bytes());
+    msg.extend_from_slice(body);
+    // SAFETY: send(2) of our own buffer on our socket (the kernel is the default destination).
+    let n = unsafe { libc::send(sock.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0) };
+    if n < 0 || n as usize != msg.len() {
+        bail!("netlink send: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reads netlink messages until `NLMSG_DONE` (a dump) or the ack of `seq`; calls `each` with the type
+/// and body of every other message.
+fn nl_recv(sock: &std::os::fd::OwnedFd, seq: u32, mut each: impl FnMut(u16, &[u8])) -> Result<()> {
+    let mut buf = vec![0u8; 32768];
+    loop {
+        // SAFETY: recv(2) into our own buffer of its length.
+        let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            bail!("netlink recv: {}", std::io::Error::last_os_error());
+        }
+        let mut off = 0usize;
+        let n = n as usize;
+        while off + NLMSG_HDR <= n {
+            let len = u32::from_ne_bytes(buf[off..off + 4].try_into()?) as usize;
+            let typ = u16::from_ne_bytes(buf[off + 4..off + 6].try_into()?);
+            let mseq = u32::from_ne_bytes(buf[off + 8..off + 12].try_into()?);
+            if len < NLMSG_HDR || off + len > n {
+                bail!("netlink: a truncated message");
+            }
+            let body = &buf[off + NLMSG_HDR..off + len];
+            match typ as i32 {
+                libc::NLMSG_DONE => return Ok(()),
+                libc::NLMSG_ERROR => {
+                    let err = i32::from_ne_bytes(body.get(..4).unwrap_or(&[0; 4]).try_into()?);
+                    if err != 0 {
+                        bail!("netlink: {}", std::io::Error::from_raw_os_error(-err));
+                    }
+                    if mseq == seq {
+                        return Ok(());
+                    }
+                }
+                _ => each(typ, body),
+            }
+            off += (len + 3) & !3;
+        }
+    }
+}
+
+/// Every address of the current network namespace (IPv4 and IPv6).
+fn addresses() -> Result<Vec<Address>> {
+    let sock = netlink_socket()?;
+    let req = [0u8; IFADDRMSG]; // ifa_family AF_UNSPEC: every family
+    nl_send(
+        &sock,
+        libc::RTM_GETADDR,
+        (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16,
+        1,
+        &req,
+    )?;
+    let mut out = Vec::new();
+    nl_recv(&sock, 1, |typ, body| {
+        if typ == libc::RTM_NEWADDR && body.len() >= IFADDRMSG {
+            let index = u32::from_ne_bytes(body[4..8].try_into().unwrap_or([0; 4]));
+            out.push(Address {
+                index,
+                body: body.to_vec(),
+            });
+        }
+    })?;
+    Ok(out)
+}
+
+fn delete_addresses(name: &str) -> Result<()> {
+    let index = ifindex(name)?;
+    let sock = netlink_socket()?;
+    for (i, a) in addresses()?
+        .into_iter()
+        .filter(|a| a.index == index)
+        .enumerate()
+    {
+        let seq = 2 + i as u32;
+        nl_send(
+            &sock,
+            libc::RTM_DELADDR,
+            (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16,
+            seq,
+            &a.body,
+        )?;
+        nl_recv(&sock, seq, |_, _| {})?;
     }
     Ok(())
 }

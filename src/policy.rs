@@ -26,7 +26,9 @@ pub mod keys {
     pub const READONLY_PATHS: &str = "filesystem.readonly_paths";
     /// Writable scratch space: size-limited `nosuid,nodev` tmpfs only.
     pub const TMPFS: &str = "filesystem.tmpfs_size";
-    /// The paths a container may write (its workdir, `/tmp`, ...): each a size-limited tmpfs holding
+    /// The paths a container may write (its workdir, HOME, `/tmp`, ...): windows onto the container's
+    /// root overlay, whose writes land in the container's store; never a system path nor a directory
+    /// holding one. The rest of the line, kept for the key list:
     /// a copy of what the image has there, never a system path.
     pub const WRITABLE: &str = "filesystem.writable";
     /// Mount types a caller may ask for.
@@ -175,6 +177,10 @@ pub struct Policy {
     pub nofile: Limit,
     /// Size of each writable tmpfs, in bytes.
     pub tmpfs_bytes: Limit,
+    /// Size of the container's store (the upper layer of its root overlay: everything it writes
+    /// outside its tmpfs and binds), in bytes; never above half its memory limit.
+    #[serde(default = "default_store")]
+    pub store_bytes: Limit,
     /// ptys of the container's devpts instance (`max=`).
     pub ptys: Limit,
     /// Capabilities a container may keep; anything else is dropped from all five sets.
@@ -198,19 +204,15 @@ pub struct Policy {
     pub create_timeout_s: u64,
     /// The host ids containers' user-namespace blocks are taken from.
     pub userns_pool: crate::userns::Pool,
-    /// Host directories holding clients' volumes (Docker's, Podman's, the kubelet's): a writable
-    /// bind from under one is idmapped with the container's mapping, so the container's root owns
-    /// what host root owns there, as it would under runc. Any other writable bind is not idmapped:
-    /// the container writes there as its own host uids, never as host root.
-    pub userns_idmapped_volumes: Vec<std::path::PathBuf>,
 }
 
-/// The default of [`Policy::userns_idmapped_volumes`].
-pub const DEFAULT_IDMAPPED_VOLUMES: &[&str] = &[
-    "/var/lib/docker/volumes",
-    "/var/lib/containers/storage/volumes",
-    "/var/lib/kubelet/pods",
-];
+/// The default of [`Policy::store_bytes`]: 256 MiB, ceiling 4 GiB.
+pub fn default_store() -> Limit {
+    Limit {
+        default: 256 * MIB,
+        ceiling: 4 * GIB,
+    }
+}
 
 /// Capabilities that no policy can ever grant: each one is an escape or host-control primitive.
 pub const FORBIDDEN_CAPABILITIES: &[Capability] = &[
@@ -240,9 +242,13 @@ pub const FORBIDDEN_CAPABILITIES: &[Capability] = &[
     Capability::SysPacct,
     Capability::SysNice,
     Capability::SysTtyConfig,
+    // file capabilities written through an idmapped bind are stored for host root's ids: a
+    // container's CAP_SETFCAP would make host binaries that grant capabilities to whoever runs them
+    Capability::Setfcap,
 ];
 
-/// The default capability allowlist: Docker's default set minus MKNOD, NET_RAW and SYS_CHROOT.
+/// The default capability allowlist: Docker's default set minus MKNOD, NET_RAW, SYS_CHROOT and
+/// SETFCAP (see [`FORBIDDEN_CAPABILITIES`]).
 pub const DEFAULT_CAPABILITIES: &[Capability] = &[
     Capability::Chown,
     Capability::DacOverride,
@@ -250,7 +256,6 @@ pub const DEFAULT_CAPABILITIES: &[Capability] = &[
     Capability::Fowner,
     Capability::Setgid,
     Capability::Setuid,
-    Capability::Setfcap,
     Capability::Setpcap,
     Capability::NetBindService,
     Capability::Kill,
@@ -329,6 +334,10 @@ const GIB: u64 = 1024 * MIB;
 /// [`Policy::writable`]; nothing when it is `/` or a system path.
 pub const WORKDIR: &str = "$WORKDIR";
 
+/// Stands for the process's home directory (its `HOME`) in [`Policy::writable`]; nothing when it is
+/// `/` or a system path.
+pub const HOME: &str = "$HOME";
+
 /// Paths (and everything below them) that can never be writable: what the image ships as its system.
 pub const SYSTEM_PATHS: &[&str] = &[
     "/bin",
@@ -357,46 +366,58 @@ pub fn human(bytes: u64) -> String {
     }
 }
 
-/// Whether `path` (absolute, normalized) is `/` or lies in one of the [`SYSTEM_PATHS`].
-pub fn is_system_path(path: &std::path::Path) -> bool {
-    path == std::path::Path::new("/") || SYSTEM_PATHS.iter().any(|s| path.starts_with(s))
-}
-
-/// A path the container may write: a `bytes`-sized tmpfs, made by rloxsc, holding a copy of what the
-/// image has there (owned as in the image) and visible to the client's copy API (Docker's archive
-/// API reads the container's rootfs from the host). `/tmp` and [`WORKDIR`] get one always; any other
-/// path only when the image has that directory.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct WritablePath {
-    /// An absolute path, or [`WORKDIR`].
-    pub path: String,
-    /// The tmpfs size (never above `limits.tmpfs`'s ceiling).
-    pub bytes: u64,
-}
-
-impl WritablePath {
-    /// Whether the path gets its tmpfs even when the image lacks the directory.
-    pub fn always(&self) -> bool {
-        self.path == WORKDIR || self.path == "/tmp"
+/// A size in GiB, MiB or KiB, whichever divides it (for log lines about computed sizes).
+pub fn human_any(bytes: u64) -> String {
+    if bytes % MIB == 0 {
+        human(bytes)
+    } else {
+        format!("{} KiB", bytes / 1024)
     }
 }
 
-/// The default writable paths: the workdir and `/tmp` (256 MiB each); `/var/tmp`, `/run`, `/var/log`
-/// and the state directories nginx writes at start, when the image has them (64 MiB each).
+/// Whether `path` (absolute, normalized) is `/`, lies in one of the [`SYSTEM_PATHS`], or is a
+/// directory holding one (`/var` holds `/var/lib/dpkg`): a writable path there would make the system
+/// writable.
+pub fn is_system_path(path: &std::path::Path) -> bool {
+    path == std::path::Path::new("/")
+        || SYSTEM_PATHS
+            .iter()
+            .any(|s| path.starts_with(s) || std::path::Path::new(s).starts_with(path))
+}
+
+/// A path the container may write (see [`keys::WRITABLE`]). [`WORKDIR`], [`HOME`] and `/tmp` are
+/// made when the image lacks them; any other path only when the image has that directory.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WritablePath {
+    /// An absolute path, [`WORKDIR`] or [`HOME`].
+    pub path: String,
+}
+
+impl WritablePath {
+    /// Whether the path is made even when the image lacks the directory.
+    pub fn always(&self) -> bool {
+        self.path == WORKDIR || self.path == HOME || self.path == "/tmp"
+    }
+}
+
+/// The default writable paths: the workdir, HOME and `/tmp`; `/var/tmp`, `/run`, `/var/log` and the
+/// state directories nginx writes at start, when the image has them.
 pub fn default_writable() -> Vec<WritablePath> {
-    let w = |path: &str, mib: u64| WritablePath {
-        path: path.to_string(),
-        bytes: mib * MIB,
-    };
-    vec![
-        w(WORKDIR, 256),
-        w("/tmp", 256),
-        w("/var/tmp", 64),
-        w("/run", 64),
-        w("/var/cache/nginx", 64),
-        w("/var/lib/nginx", 64),
-        w("/var/log", 64),
+    [
+        WORKDIR,
+        HOME,
+        "/tmp",
+        "/var/tmp",
+        "/run",
+        "/var/cache/nginx",
+        "/var/lib/nginx",
+        "/var/log",
     ]
+    .iter()
+    .map(|p| WritablePath {
+        path: p.to_string(),
+    })
+    .collect()
 }
 
 impl Default for Policy {
@@ -426,12 +447,12 @@ impl Default for Policy {
             network: NetworkMode::LoopbackOnly,
             writable_binds: true,
             writable: default_writable(),
+            store_bytes: default_store(),
             cgroup_parent: "/rloxsc".to_string(),
             extra_syscalls: Vec::new(),
             records_dir: None,
             create_timeout_s: 60,
             userns_pool: crate::userns::Pool::default(),
-            userns_idmapped_volumes: DEFAULT_IDMAPPED_VOLUMES.iter().map(Into::into).collect(),
         }
     }
 }
@@ -553,6 +574,14 @@ mod tests {
                 format!("default {}", p.writable_binds),
             ),
             (keys::CGROUP_PARENT, format!("under {} ", p.cgroup_parent)),
+            (
+                keys::WRITABLE,
+                format!(
+                    "a store of {} (ceiling {}",
+                    human(p.store_bytes.default),
+                    human(p.store_bytes.ceiling)
+                ),
+            ),
             (
                 keys::EXTRA_SYSCALLS,
                 if p.extra_syscalls.is_empty() {

@@ -10,6 +10,7 @@
 //! memory = { default = "512M", ceiling = "16G" }
 //! nofile = { default = 1024, ceiling = 65536 }
 //! tmpfs = { default = "64M", ceiling = "1G" }
+//! store = { default = "256M", ceiling = "4G" }   # what a container writes outside its tmpfs and binds
 //! [capabilities]
 //! allowed = ["CAP_CHOWN", "CAP_KILL"]
 //! [network]
@@ -17,7 +18,7 @@
 //! [mounts]
 //! writable_binds = true
 //! [filesystem]
-//! writable = ["$WORKDIR=256M", "/tmp=256M", "/var/tmp"]  # tmpfs, sized (default limits.tmpfs)
+//! writable = ["$WORKDIR", "$HOME", "/tmp", "/var/tmp"]  # never a system path; they share the store
 //! [seccomp]
 //! extra_syscalls = ["get_mempolicy"] # on top of rloxsc's allowlist for create, run and exec; logged
 //! [records]
@@ -76,6 +77,7 @@ struct LimitsSection {
     memory: Option<LimitFile>,
     nofile: Option<LimitFile>,
     tmpfs: Option<LimitFile>,
+    store: Option<LimitFile>,
     ptys: Option<LimitFile>,
     create_timeout: Option<Num>,
 }
@@ -134,6 +136,7 @@ struct PoolFile {
 struct UsernsSection {
     mode: Option<String>,
     pool: Option<PoolFile>,
+    /// No longer used (every bind is idmapped onto its directory's owner): a clear error.
     idmapped_volumes: Option<Vec<String>>,
 }
 
@@ -197,14 +200,15 @@ fn limit(name: &str, f: &Option<LimitFile>, base: Limit, min: u64, max: u64) -> 
     Ok(Limit { default, ceiling })
 }
 
-/// Parses one `filesystem.writable` entry: `PATH` (sized `limits.tmpfs`'s default) or `PATH=SIZE`
-/// (at most its ceiling), `PATH` absolute and normalized or `$WORKDIR`, never a system path.
-fn writable_entry(entry: &str, tmpfs: Limit) -> Result<crate::policy::WritablePath> {
-    let (path, size) = match entry.split_once('=') {
-        Some((p, s)) => (p.trim(), Some(num(&Num::Text(s.to_string()))?)),
-        None => (entry.trim(), None),
-    };
-    if path != crate::policy::WORKDIR {
+/// Parses one `filesystem.writable` entry: a path absolute and normalized, `$WORKDIR` or `$HOME`,
+/// never a system path (nor a directory holding one). Sizes (`PATH=SIZE`) are gone: every writable
+/// path shares the container's store (`limits.store`).
+fn writable_entry(entry: &str) -> Result<crate::policy::WritablePath> {
+    if let Some((path, _)) = entry.split_once('=') {
+        bail!("filesystem.writable: {path}: a writable path has no size of its own any more: they all share the container's store, sized by limits.store");
+    }
+    let path = entry.trim();
+    if path != crate::policy::WORKDIR && path != crate::policy::HOME {
         let pb = Path::new(path);
         let normal = pb.is_absolute()
             && pb
@@ -215,22 +219,14 @@ fn writable_entry(entry: &str, tmpfs: Limit) -> Result<crate::policy::WritablePa
             && !path.contains("//")
             && !path.contains('\n');
         if !normal {
-            bail!("filesystem.writable: {path:?} is not an absolute, normalized path or $WORKDIR");
+            bail!("filesystem.writable: {path:?} is not an absolute, normalized path, $WORKDIR or $HOME");
         }
         if crate::policy::is_system_path(pb) {
-            bail!("filesystem.writable: {path} is a system path, which can never be writable");
+            bail!("filesystem.writable: {path} is a system path (or holds one), which can never be writable");
         }
-    }
-    let bytes = size.unwrap_or(tmpfs.default);
-    if bytes < 1 << 20 || bytes > tmpfs.ceiling {
-        bail!(
-            "filesystem.writable: {path}'s size {bytes} must be between 1M and limits.tmpfs's ceiling {}",
-            tmpfs.ceiling
-        );
     }
     Ok(crate::policy::WritablePath {
         path: path.to_string(),
-        bytes,
     })
 }
 
@@ -268,6 +264,13 @@ pub fn parse(text: &str) -> Result<Policy> {
             &l.tmpfs,
             base.tmpfs_bytes,
             1 << 20,
+            bounds::TMPFS_MAX,
+        )?;
+        p.store_bytes = limit(
+            "store",
+            &l.store,
+            base.store_bytes,
+            4 << 20,
             bounds::TMPFS_MAX,
         )?;
         p.ptys = limit("ptys", &l.ptys, base.ptys, 1, bounds::PTYS_MAX)?;
@@ -330,15 +333,8 @@ pub fn parse(text: &str) -> Result<Policy> {
                 blocks: pool.blocks as u32,
             };
         }
-        if let Some(v) = &u.idmapped_volumes {
-            p.userns_idmapped_volumes = Vec::new();
-            for d in v {
-                let path = std::path::PathBuf::from(d);
-                if !path.is_absolute() || d.contains('\n') {
-                    bail!("userns.idmapped_volumes: {d:?} is not an absolute path");
-                }
-                p.userns_idmapped_volumes.push(path);
-            }
+        if u.idmapped_volumes.is_some() {
+            bail!("userns.idmapped_volumes is no longer used: every bind is idmapped onto the owner of its directory (remove the setting)");
         }
     }
     if let Some(m) = file.network.as_ref().and_then(|n| n.mode.as_deref()) {
@@ -355,7 +351,7 @@ pub fn parse(text: &str) -> Result<Policy> {
     if let Some(list) = file.filesystem.as_ref().and_then(|f| f.writable.as_ref()) {
         p.writable = list
             .iter()
-            .map(|e| writable_entry(e, p.tmpfs_bytes))
+            .map(|e| writable_entry(e))
             .collect::<Result<_>>()?;
     }
     if let Some(extra) = file
@@ -440,11 +436,10 @@ pub fn render(p: &Policy, source: Option<&Path>) -> String {
     let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
     let extra: Vec<String> = p.extra_syscalls.iter().map(|s| quote(s)).collect();
     let mut s = format!(
-        "# effective rloxsc policy ({})\n[limits]\npids = {{ default = {}, ceiling = {} }}\nmemory = {{ default = {}, ceiling = {} }}\nnofile = {{ default = {}, ceiling = {} }}\ntmpfs = {{ default = {}, ceiling = {} }}\nptys = {{ default = {}, ceiling = {} }}\ncreate_timeout = {}\n\n[capabilities]\nallowed = [{}]\n\n[network]\nmode = \"{}\"\n\n[mounts]\nwritable_binds = {}\n\n[filesystem]\nwritable = [{}]\n\n[seccomp]\nextra_syscalls = [{}]\n\n[cgroups]\nparent = {}\n\n[userns]\nmode = \"auto\"\npool = {{ start = {}, blocks = {} }}\nidmapped_volumes = [{}]\n",
+        "# effective rloxsc policy ({})\n[limits]\npids = {{ default = {}, ceiling = {} }}\nmemory = {{ default = {}, ceiling = {} }}\nnofile = {{ default = {}, ceiling = {} }}\ntmpfs = {{ default = {}, ceiling = {} }}\nstore = {{ default = {}, ceiling = {} }}\nptys = {{ default = {}, ceiling = {} }}\ncreate_timeout = {}\n\n[capabilities]\nallowed = [{}]\n\n[network]\nmode = \"{}\"\n\n[mounts]\nwritable_binds = {}\n\n[filesystem]\nwritable = [{}]\n\n[seccomp]\nextra_syscalls = [{}]\n\n[cgroups]\nparent = {}\n\n[userns]\nmode = \"auto\"\npool = {{ start = {}, blocks = {} }}\n",
         source.map(|p| p.display().to_string().replace(['\n', '\r'], " ")).unwrap_or_else(|| "built-in defaults".into()),
         p.pids.default, p.pids.ceiling, p.memory_bytes.default, p.memory_bytes.ceiling, p.nofile.default, p.nofile.ceiling,
-        p.tmpfs_bytes.default, p.tmpfs_bytes.ceiling, p.ptys.default, p.ptys.ceiling, p.create_timeout_s, caps.join(", "), p.network.as_str(), p.writable_binds, p.writable.iter().map(|w| quote(&format!("{}={}", w.path, w.bytes))).collect::<Vec<_>>().join(", "), extra.join(", "), quote(&p.cgroup_parent), p.userns_pool.start, p.userns_pool.blocks,
-        p.userns_idmapped_volumes.iter().map(|d| quote(&d.display().to_string())).collect::<Vec<_>>().join(", "),
+        p.tmpfs_bytes.default, p.tmpfs_bytes.ceiling, p.store_bytes.default, p.store_bytes.ceiling, p.ptys.default, p.ptys.ceiling, p.create_timeout_s, caps.join(", "), p.network.as_str(), p.writable_binds, p.writable.iter().map(|w| quote(&w.path)).collect::<Vec<_>>().join(", "), extra.join(", "), quote(&p.cgroup_parent), p.userns_pool.start, p.userns_pool.blocks,
     );
     if let Some(d) = &p.records_dir {
         s.push_str(&format!(
@@ -543,12 +538,21 @@ dir = "/r\"\\"
     }
 
     #[test]
-    fn writable_paths_are_bounded_and_never_system_paths() {
-        let p = parse("[filesystem]\nwritable = [\"$WORKDIR=32M\", \"/data\"]\n").unwrap();
-        assert_eq!(p.writable.len(), 2);
-        assert_eq!(p.writable[0].bytes, 32 << 20);
-        assert_eq!(p.writable[1].bytes, p.tmpfs_bytes.default);
+    fn writable_paths_share_the_store_and_are_never_system_paths() {
+        let p = parse("[filesystem]\nwritable = [\"$WORKDIR\", \"$HOME\", \"/data\"]\n[limits]\nstore = { default = \"32M\" }\n").unwrap();
+        assert_eq!(p.writable.len(), 3);
+        assert_eq!(p.store_bytes.default, 32 << 20);
+        let e = parse("[filesystem]\nwritable = [\"/tmp=64M\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("limits.store"), "{e}");
+        assert!(
+            parse("[limits]\nstore = { default = \"1M\" }\n").is_err(),
+            "a store under 4 MiB"
+        );
         for bad in [
+            "/var",
+            "/var/lib",
             "/usr/local",
             "/etc",
             "/",

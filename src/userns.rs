@@ -311,11 +311,14 @@ pub fn namespace_fd(uid_map: &str, gid_map: &str) -> Result<OwnedFd> {
 }
 
 /// Whether this host can give containers user namespaces and idmapped mounts: creates a user
-/// namespace and idmaps a small tmpfs. `Err` names what is missing.
+/// namespace and idmaps a clone of the root filesystem's mount (ext4, xfs, btrfs: Linux 5.12+).
+/// `Err` names what is missing.
 pub fn probe() -> Result<()> {
     let ns = namespace_fd("0 1073741824 1\n", "0 1073741824 1\n")?;
-    let fs = crate::views::detached_tmpfs(4096, 0o700, 0, 0).context("cannot make a tmpfs")?;
-    crate::views::idmap(&fs, &ns, false).map_err(|e| anyhow!("idmapped mounts: {e:#}"))?;
+    let root = crate::mountapi::clone_path(Path::new("/"), false)
+        .context("cannot clone the root mount")?;
+    crate::mountapi::idmap(&root, &ns, false)
+        .map_err(|e| anyhow!("idmapped mounts of the root filesystem: {e} (Linux 5.12+)"))?;
     Ok(())
 }
 

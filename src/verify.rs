@@ -79,6 +79,22 @@ pub struct Observation {
     pub oom_score_adj: Result<i32, String>,
     /// Its `/proc/<pid>/uid_map` and `gid_map` as (inside, outside, count) triples.
     pub id_maps: Result<(Vec<IdRange>, Vec<IdRange>), String>,
+    /// Its root overlay and the store under it, as the host sees the store.
+    pub store: Result<StoreFacts, String>,
+}
+
+/// What the container's root is: rloxsc's overlay (`source` tagged `rloxsc-...`) over a store whose
+/// size the host's mount table shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreFacts {
+    /// The root mount's filesystem type.
+    pub root_fstype: String,
+    /// The root mount's source.
+    pub root_source: String,
+    /// The overlay's upper layer, as the host names it.
+    pub upper: Option<String>,
+    /// The size of the tmpfs holding it, in bytes, on the host (`None`: no such tmpfs, or no size).
+    pub store_bytes: Option<u64>,
 }
 
 /// The fields of `/proc/<pid>/status` verification needs.
@@ -220,6 +236,7 @@ fn mount_line(m: procfs::process::MountInfo) -> MountLine {
         point: unescape(&m.mount_point.to_string_lossy()),
         opts,
         fstype: m.fs_type,
+        source: m.mount_source.map(|s| unescape(&s)).unwrap_or_default(),
         super_opts: m
             .super_options
             .iter()
@@ -280,14 +297,15 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
         .collect();
     let interfaces = process.as_ref().map_err(Clone::clone).and_then(|p| {
         p.dev_status()
-            .map(|d| d.into_keys().collect())
+            .map(|d| crate::netns::mark_inert(pid, d.into_keys().collect()))
             .map_err(|e| format!("/proc/{pid}/net/dev: {e}"))
     });
-    let mounts = process.as_ref().map_err(Clone::clone).and_then(|p| {
-        p.mountinfo()
-            .map(|m| m.0.into_iter().map(mount_line).collect())
-            .map_err(|e| format!("/proc/{pid}/mountinfo: {e}"))
-    });
+    let mounts: Result<Vec<MountLine>, String> =
+        process.as_ref().map_err(Clone::clone).and_then(|p| {
+            p.mountinfo()
+                .map(|m| m.0.into_iter().map(mount_line).collect())
+                .map_err(|e| format!("/proc/{pid}/mountinfo: {e}"))
+        });
     let rlimits = process.as_ref().map_err(Clone::clone).and_then(|p| {
         p.limits()
             .map(|l| RlimitFacts {
@@ -342,9 +360,14 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
             .parse::<i32>()
             .map_err(|e| format!("/proc/{pid}/oom_score_adj: {e}"))
     });
+    let store: Result<StoreFacts, String> = match &mounts {
+        Ok(m) => Ok(observe_store(m)),
+        Err(e) => Err(e.clone()),
+    };
     Observation {
         pid,
         id_maps,
+        store,
         oom_score_adj,
         status,
         namespaces,
@@ -356,6 +379,69 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
         cgroup,
         devices_list,
         cgroup_processes,
+    }
+}
+
+/// The container's root overlay and, from the host's own mount table, the size of its store.
+fn observe_store(mounts: &[MountLine]) -> StoreFacts {
+    let visible = visible_mounts(mounts);
+    let Some(root) = visible.iter().rev().find(|m| m.point == "/") else {
+        return StoreFacts::default();
+    };
+    let upper = root
+        .super_opts
+        .split(',')
+        .find_map(|o| o.strip_prefix("upperdir="))
+        .map(str::to_string);
+    let store_bytes = upper.as_ref().and_then(|u| {
+        let dir = Path::new(u).parent()?;
+        let host = crate::mountinfo::own().ok()?;
+        let m = crate::mountinfo::top_at(&host, dir)?;
+        if m.fstype != "tmpfs" {
+            return None;
+        }
+        parse_size_opt(m.super_opt("size")?)
+    });
+    StoreFacts {
+        root_fstype: root.fstype.clone(),
+        root_source: root.source.clone(),
+        upper,
+        store_bytes,
+    }
+}
+
+/// A tmpfs `size=` as the kernel shows it (`262144k`, or bytes).
+fn parse_size_opt(v: &str) -> Option<u64> {
+    let (n, mult) = match v.as_bytes().last()? {
+        b'k' => (&v[..v.len() - 1], 1024),
+        b'm' => (&v[..v.len() - 1], 1 << 20),
+        b'g' => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    n.parse::<u64>().ok().map(|x| x * mult)
+}
+
+/// The container's root is rloxsc's overlay, whose upper layer (everything the container writes
+/// outside its tmpfs and binds) is a store of a bounded size.
+pub fn check_store(s: &StoreFacts) -> Vec<Failure> {
+    if s.root_fstype != "overlay" || !s.root_source.starts_with("rloxsc-") {
+        return vec![fail(
+            keys::WRITABLE,
+            format!(
+                "the container's root is a {} mount of {:?}, not rloxsc's overlay over its store",
+                s.root_fstype, s.root_source
+            ),
+        )];
+    }
+    match s.store_bytes {
+        Some(b) if b > 0 => vec![],
+        _ => vec![fail(
+            keys::WRITABLE,
+            format!(
+                "the container's store ({}) has no size limit on the host",
+                s.upper.as_deref().unwrap_or("no upper layer")
+            ),
+        )],
     }
 }
 
@@ -392,6 +478,13 @@ pub fn judge(obs: &Observation, spec: &Spec, policy: &Policy, host: &HostFacts) 
         Err(e) => out.push(fail(
             keys::READONLY_ROOT,
             format!("cannot read the container's mounts: {e}"),
+        )),
+    }
+    match &obs.store {
+        Ok(st) => out.extend(check_store(st)),
+        Err(e) => out.push(fail(
+            keys::WRITABLE,
+            format!("cannot read the container's root: {e}"),
         )),
     }
     match &obs.rlimits {
@@ -614,7 +707,9 @@ pub fn check_namespaces(
     out
 }
 
-/// Under `loopback-only`, no interface other than loopback (and inert fallback tunnels).
+/// Under `loopback-only`, no usable interface other than loopback: besides inert fallback tunnels,
+/// only interfaces that are down without an address (marked by `netns::mark_inert`; rloxsc makes the
+/// ones a caller's hooks put into the container's own namespace so).
 pub fn check_network(interfaces: &[String], policy: &Policy) -> Vec<Failure> {
     if policy.network == NetworkMode::Namespace {
         return vec![];
@@ -622,7 +717,7 @@ pub fn check_network(interfaces: &[String], policy: &Policy) -> Vec<Failure> {
     let mut extra: Vec<&str> = interfaces
         .iter()
         .map(String::as_str)
-        .filter(|i| !FALLBACK_DEVICES.contains(i))
+        .filter(|i| !FALLBACK_DEVICES.contains(i) && !i.ends_with(crate::netns::INERT))
         .collect();
     if extra.is_empty() {
         return vec![];
@@ -650,6 +745,8 @@ pub struct MountLine {
     pub fstype: String,
     /// Superblock options, comma-separated.
     pub super_opts: String,
+    /// The mount's source.
+    pub source: String,
 }
 
 /// Keeps only the visible mounts: a mount with another mount stacked on the same point (whose parent
@@ -1037,6 +1134,9 @@ mod tests {
         let f = check_network(&nd2, &Policy::default());
         assert_eq!(f.len(), 1);
         assert!(f[0].what.contains("eth0") && f[0].what.contains("--network=none"));
+        // an interface that is down without an address carries nothing
+        let inert = vec!["lo".to_string(), format!("eth0{}", crate::netns::INERT)];
+        assert!(check_network(&inert, &Policy::default()).is_empty());
         let p = Policy {
             network: NetworkMode::Namespace,
             ..Policy::default()
@@ -1221,7 +1321,37 @@ mod tests {
                 .collect(),
             oom_score_adj: Ok(0),
             id_maps: Ok((vec![(0, 1 << 30, 65536)], vec![(0, 1 << 30, 65536)])),
+            store: Ok(StoreFacts {
+                root_fstype: "overlay".into(),
+                root_source: "rloxsc-x".into(),
+                upper: Some("/run/rloxsc-views/x/2-store/upper".into()),
+                store_bytes: Some(256 << 20),
+            }),
         }
+    }
+
+    #[test]
+    fn the_root_is_rloxscs_overlay_over_a_bounded_store() {
+        let good = StoreFacts {
+            root_fstype: "overlay".into(),
+            root_source: "rloxsc-x".into(),
+            upper: Some("/u".into()),
+            store_bytes: Some(1 << 20),
+        };
+        assert!(check_store(&good).is_empty());
+        let unbounded = StoreFacts {
+            store_bytes: None,
+            ..good.clone()
+        };
+        assert_eq!(check_store(&unbounded)[0].key, keys::WRITABLE);
+        let bare = StoreFacts {
+            root_fstype: "ext4".into(),
+            root_source: "/dev/vda".into(),
+            ..good
+        };
+        assert_eq!(check_store(&bare)[0].key, keys::WRITABLE);
+        assert_eq!(parse_size_opt("262144k"), Some(256 << 20));
+        assert_eq!(parse_size_opt("4096"), Some(4096));
     }
 
     #[test]

@@ -153,9 +153,9 @@ fn network_annotation_is_enforced_under_a_namespace_policy() {
     }
     let env = TestEnv::new("eff-net");
     let policy = policy_file(&env, "[network]\nmode = \"namespace\"\n");
-    let hook = interface_hook(&env);
+    let hook = up_interface_hook(&env);
     let with_hook = |annotation: bool| {
-        let mut spec = base_spec(&["cat", "/proc/net/dev"]);
+        let mut spec = base_spec(&["ip", "-o", "link", "show", "dummy0"]);
         spec["hooks"] = json!({"createRuntime": [{"path": hook.to_str().unwrap()}]});
         if annotation {
             spec["annotations"] = json!({"run.rloxsc.network": "loopback-only"});
@@ -175,10 +175,10 @@ fn network_annotation_is_enforced_under_a_namespace_policy() {
     ]);
     out.expect_ok();
     assert!(
-        out.stdout.contains("dummy0") || out.stdout.contains("rlx0"),
-        "the hook added no interface, so the test below proves nothing: {out}"
+        out.stdout.contains("dummy0") && out.stdout.contains("UP"),
+        "the hook's interface is not up, so the test below proves nothing: {out}"
     );
-    // the annotation tightens it back to loopback-only: refused, naming the key
+    // the annotation tightens it back to loopback-only: the interface is set down (contained)
     let id = env.id();
     let _g = env.guard(&id);
     let out = env.rloxsc(&[
@@ -189,8 +189,12 @@ fn network_annotation_is_enforced_under_a_namespace_policy() {
         with_hook(true).to_str().unwrap(),
         &id,
     ]);
-    assert_error(&out, &["interfaces besides loopback", "network.mode"]);
-    env.assert_nothing_left(&id, "after the refused run");
+    out.expect_ok();
+    assert!(
+        out.stdout.contains("dummy0") && !out.stdout.contains(",UP") && !out.stdout.contains("<UP"),
+        "the annotation's loopback-only left the hook's interface up: {out}"
+    );
+    env.assert_nothing_left(&id, "after the run");
 }
 
 #[test]

@@ -336,13 +336,24 @@ fn missing_devices_controller_fails_closed() {
 
 // ---- a non-loopback interface in the container's network namespace ----------------------------------
 
-fn spec_with_hook(env: &TestEnv, stage: &str, args: &[&str]) -> serde_json::Value {
-    let mut spec = base_spec(args);
-    spec["hooks"] = serde_json::json!({ stage: [{"path": interface_hook(env).to_str().unwrap()}] });
-    spec
+/// `ip -o link` and `ip -o addr` of the network namespace of `pid`, from outside.
+fn netns_view(pid: &str) -> String {
+    let mut text = String::new();
+    for what in ["link", "addr"] {
+        let o = std::process::Command::new("nsenter")
+            .args(["-t", pid, "-n", "ip", "-o", what, "show"])
+            .output()
+            .expect("nsenter ip");
+        text.push_str(&String::from_utf8_lossy(&o.stdout));
+    }
+    text
 }
 
-fn extra_interface_fails_closed(stage: &str) {
+/// Under the default `network.mode = "loopback-only"`, an interface a hook puts into the container's
+/// own network namespace is contained: the container runs, with the interface down and without an
+/// address (read from outside), and cannot set it up. A joined namespace holding a usable interface
+/// is still refused; under `network.mode = "namespace"` the interface stays as the hook left it.
+fn extra_interface_is_contained(stage: &str) {
     if !require_prereqs(Need::Runtime) {
         return;
     }
@@ -354,27 +365,74 @@ fn extra_interface_fails_closed(stage: &str) {
         );
     }
     let env = TestEnv::new(&format!("netif-{stage}"));
-    let long = env.bundle(&spec_with_hook(&env, stage, LONG_LIVED));
-    let short = env.bundle(&spec_with_hook(&env, stage, &["echo", "PAYLOAD-RAN"]));
-    for (verb, b) in [("create", &long), ("run", &short)] {
-        let id = env.id();
-        let _g = env.guard(&id);
-        let out = env.rloxsc(&[verb, "--bundle", b.to_str().unwrap(), &id]);
-        assert_error(&out, &["interfaces besides loopback", "network.mode"]);
-        assert!(
-            !out.stdout.contains("PAYLOAD-RAN"),
-            "the payload ran: {out}"
-        );
-        env.assert_nothing_left(
-            &id,
-            &format!("{verb} with a {stage} hook adding an interface"),
-        );
-    }
+    let with_hook = |args: &[&str]| {
+        let mut spec = base_spec(args);
+        spec["hooks"] =
+            serde_json::json!({ stage: [{"path": up_interface_hook(&env).to_str().unwrap()}] });
+        env.bundle(&spec)
+    };
 
-    // control: under network.mode = "namespace" the same hook's interface is accepted and visible
+    // create: contained, seen from outside before the payload runs
+    let long = with_hook(LONG_LIVED);
+    let id = env.id();
+    let _g = env.guard(&id);
+    let pid_file = env.dir.join(format!("{id}.pid"));
+    env.rloxsc(&[
+        "create",
+        "--bundle",
+        long.to_str().unwrap(),
+        "--pid-file",
+        pid_file.to_str().unwrap(),
+        &id,
+    ])
+    .expect_ok();
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let view = netns_view(pid.trim());
+    let link = view
+        .lines()
+        .find(|l| l.contains("dummy0"))
+        .unwrap_or_else(|| panic!("the hook added no interface, so this proves nothing: {view}"));
+    assert!(
+        !link.contains(",UP") && !link.contains("<UP"),
+        "dummy0 is up in the container's network namespace: {view}"
+    );
+    assert!(
+        !view
+            .lines()
+            .any(|l| l.contains("dummy0") && l.contains("inet")),
+        "dummy0 kept an address: {view}"
+    );
+    env.rloxsc(&["delete", "--force", &id]).expect_ok();
+    env.assert_nothing_left(
+        &id,
+        &format!("create with a {stage} hook adding an interface"),
+    );
+
+    // run: the payload finds no usable interface besides lo and cannot set dummy0 up
+    let short = with_hook(&[
+        "sh",
+        "-c",
+        "grep dummy0 /proc/net/if_inet6 && echo HAS-ADDRESS; ip link set dummy0 up && echo SET-UP; echo PAYLOAD-RAN",
+    ]);
+    let id = env.id();
+    let _g = env.guard(&id);
+    let out = env.rloxsc(&["run", "--bundle", short.to_str().unwrap(), &id]);
+    out.expect_ok();
+    assert!(out.stdout.contains("PAYLOAD-RAN"), "{out}");
+    assert!(
+        !out.stdout.contains("HAS-ADDRESS"),
+        "dummy0 kept an address: {out}"
+    );
+    assert!(
+        !out.stdout.contains("SET-UP"),
+        "the payload set dummy0 up: {out}"
+    );
+    env.assert_nothing_left(&id, &format!("run with a {stage} hook adding an interface"));
+
+    // control: under network.mode = "namespace" the same hook's interface stays up
     let policy = env.dir.join("policy.toml");
     std::fs::write(&policy, "[network]\nmode = \"namespace\"\n").unwrap();
-    let show = env.bundle(&spec_with_hook(&env, stage, &["cat", "/proc/net/dev"]));
+    let show = with_hook(&["ip", "-o", "link", "show", "dummy0"]);
     let id = env.id();
     let _g = env.guard(&id);
     let out = env.rloxsc(&[
@@ -387,20 +445,60 @@ fn extra_interface_fails_closed(stage: &str) {
     ]);
     out.expect_ok();
     assert!(
-        out.stdout.contains("dummy0") || out.stdout.contains("rlx0"),
-        "the hook added no interface, so the refusal above proves nothing: {out}"
+        out.stdout.contains("dummy0") && out.stdout.contains("UP"),
+        "under network.mode = namespace the hook's interface should stay up: {out}"
     );
     env.assert_nothing_left(&id, "run under network.mode = namespace");
 }
 
 #[test]
-fn interface_added_by_create_runtime_hook_fails_closed() {
-    extra_interface_fails_closed("createRuntime");
+fn interface_added_by_create_runtime_hook_is_contained() {
+    extra_interface_is_contained("createRuntime");
 }
 
 #[test]
-fn interface_added_by_prestart_hook_fails_closed() {
-    extra_interface_fails_closed("prestart");
+fn interface_added_by_prestart_hook_is_contained() {
+    extra_interface_is_contained("prestart");
+}
+
+/// A network namespace the container joins is not rloxsc's to change: with a usable interface in
+/// it, the create is refused under `loopback-only`.
+#[test]
+fn a_joined_network_namespace_with_an_interface_is_refused() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("netif-joined");
+    // a network namespace held by a sleeping process of the test's own, with dummy0 up in it
+    let mut holder = std::process::Command::new("unshare")
+        .args([
+            "--net",
+            "sh",
+            "-c",
+            "ip link add dummy0 type dummy && ip link set dummy0 up && exec sleep 60",
+        ])
+        .spawn()
+        .expect("unshare");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut spec = base_spec(&["echo", "PAYLOAD-RAN"]);
+    let ns = spec["linux"]["namespaces"].as_array_mut().unwrap();
+    for n in ns.iter_mut() {
+        if n["type"] == "network" {
+            n["path"] = serde_json::json!(format!("/proc/{}/ns/net", holder.id()));
+        }
+    }
+    let b = env.bundle(&spec);
+    let id = env.id();
+    let _g = env.guard(&id);
+    let out = env.rloxsc(&["run", "--bundle", b.to_str().unwrap(), &id]);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_error(&out, &["interfaces besides loopback", "network.mode"]);
+    assert!(
+        !out.stdout.contains("PAYLOAD-RAN"),
+        "the payload ran: {out}"
+    );
+    env.assert_nothing_left(&id, "run joining a namespace with an interface");
 }
 
 // ---- the state directory (--root) full or read-only --------------------------------------------------

@@ -226,16 +226,20 @@ fn assert_line(stdout: &str, want: &str) {
 }
 
 #[test]
-fn inside_root_is_read_only_and_tmp_is_a_small_writable_tmpfs() {
+fn inside_root_is_read_only_and_tmp_is_writable_up_to_the_store() {
     if !require_prereqs(Need::Runtime) {
         return;
     }
     let env = TestEnv::new("in-ro");
+    // the default store is 256 MiB (half the default memory limit of 512 MiB): filling /tmp ends in
+    // ENOSPC there, not in an OOM kill
     let out = inside(
         &env,
         "if touch /probe 2>/dev/null; then echo root=writable; else echo root=readonly; fi; \
          if touch /tmp/ok; then echo tmp=writable; else echo tmp=readonly; fi; \
-         grep ' /tmp ' /proc/self/mountinfo",
+         grep ' /tmp ' /proc/self/mountinfo; \
+         dd if=/dev/zero of=/tmp/fill bs=1M count=400 2>&1 | grep -o 'No space left on device'; \
+         echo filled=$(($(wc -c < /tmp/fill) / 1048576))",
     );
     assert_line(&out, "root=readonly");
     assert_line(&out, "tmp=writable");
@@ -243,8 +247,11 @@ fn inside_root_is_read_only_and_tmp_is_a_small_writable_tmpfs() {
         .lines()
         .find(|l| l.split_whitespace().nth(4) == Some("/tmp"))
         .unwrap_or_else(|| panic!("no /tmp mount: {out}"));
-    assert!(tmp.contains(" - tmpfs "), "/tmp is not tmpfs: {tmp}");
-    for flag in ["nosuid", "nodev"] {
+    assert!(
+        tmp.contains(" - overlay rloxsc-"),
+        "/tmp is not a window onto rloxsc's overlay: {tmp}"
+    );
+    for flag in ["nosuid", "nodev", "rw"] {
         assert!(
             tmp.split_whitespace()
                 .nth(5)
@@ -252,8 +259,19 @@ fn inside_root_is_read_only_and_tmp_is_a_small_writable_tmpfs() {
             "/tmp lacks {flag}: {tmp}"
         );
     }
-    // filesystem.writable's default for /tmp
-    assert!(tmp.contains("size=262144k"), "/tmp size: {tmp}");
+    assert!(
+        out.contains("No space left on device"),
+        "/tmp was not bounded: {out}"
+    );
+    let filled: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("filled="))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no fill size: {out}"));
+    assert!(
+        (200..=256).contains(&filled),
+        "{filled} MiB written before ENOSPC"
+    );
 }
 
 #[test]

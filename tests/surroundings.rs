@@ -198,6 +198,108 @@ fn pid_file_record_and_log_never_follow_a_planted_symlink() {
     }
 }
 
+// Issue #20 (15): `rloxsc --log D/x.log run --pid-file D/c.pid --record D/r.json` where D is a
+// local user's symlink to a root-owned directory wrote root-owned files there. A symlink a user
+// other than root owns is never followed on the way to a file rloxsc writes for its caller; a
+// root-owned one (Debian's /var/run) still is.
+#[test]
+fn files_for_the_caller_never_follow_a_users_directory_symlink() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("sur-dirlink");
+    let shared = shared_dir(&env, "shared");
+    let roots = env.dir.join("roots-only");
+    fs::create_dir_all(&roots).unwrap();
+    let link = shared.join("d");
+    as_nobody(&["ln", "-s", roots.to_str().unwrap(), link.to_str().unwrap()]);
+    let bundle = env.bundle(&base_spec(&["true"]));
+    for (flag, name) in [
+        ("--pid-file", "c.pid"),
+        ("--record", "r.json"),
+        ("--log", "x.log"),
+    ] {
+        let id = env.id();
+        let _g = env.guard(&id);
+        let target = link.join(name);
+        let out = if flag == "--log" {
+            env.rloxsc(&[
+                "--log",
+                target.to_str().unwrap(),
+                "run",
+                "--bundle",
+                bundle.to_str().unwrap(),
+                &id,
+            ])
+        } else {
+            env.rloxsc(&[
+                "run",
+                flag,
+                target.to_str().unwrap(),
+                "--bundle",
+                bundle.to_str().unwrap(),
+                &id,
+            ])
+        };
+        assert!(
+            out.stderr.contains("symlink owned by uid 65534"),
+            "{flag} through a user's directory symlink: {out}"
+        );
+        assert!(
+            !roots.join(name).exists(),
+            "{flag}: root wrote {name} in the linked directory"
+        );
+    }
+    // a root-owned link is followed
+    let mine = env.dir.join("mine");
+    std::os::unix::fs::symlink(&roots, &mine).unwrap();
+    let id = env.id();
+    let _g = env.guard(&id);
+    env.rloxsc(&[
+        "run",
+        "--pid-file",
+        mine.join("c.pid").to_str().unwrap(),
+        "--bundle",
+        bundle.to_str().unwrap(),
+        &id,
+    ])
+    .expect_ok();
+    assert!(roots.join("c.pid").exists());
+}
+
+// Issue #20 (3): the caller's pipes stayed host root's (`prw------- 65534 65534` inside), so the
+// container could not reopen its own /dev/stdout (nginx and httpd log there). They are the
+// process's user's now, as runc gives them.
+#[test]
+fn the_container_reopens_its_own_stdout() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("sur-stdio");
+    let bundle = env.bundle(&base_spec(&[
+        "sh",
+        "-c",
+        "echo via-dev-stdout > /dev/stdout && echo via-proc > /proc/self/fd/1 && echo err > /dev/stderr",
+    ]));
+    let id = env.id();
+    let _g = env.guard(&id);
+    let out = std::process::Command::new(rloxsc_bin())
+        .arg("--root")
+        .arg(&env.root)
+        .args(["run", "--bundle", bundle.to_str().unwrap(), &id])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} / {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "via-dev-stdout\nvia-proc\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("err"));
+}
+
 // bdaba62 accepted a --root owned by another user, and signalled whatever pid a state file named.
 #[test]
 fn a_state_root_or_state_a_local_user_controls_is_never_acted_on() {

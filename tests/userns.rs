@@ -173,82 +173,91 @@ fn a_container_cannot_exhaust_host_roots_per_user_limits() {
     let _ = c.wait();
 }
 
-// 4c23f5c: a writable bind of a root-owned directory was writable by the container's root (host
-// root): it replaced a binary there by rename.
+// A bind is the container root's as its directory's owner's (issue #20: a 0700 `tempfile.mkdtemp`
+// directory as the working directory failed with EACCES in chdir, a 0755 root-owned one was not
+// writable, so code could not leave results on the host). What the container creates there belongs
+// on the host to the directory's owner (host root for a root-owned one, user 1000 for theirs, as
+// under runc); it can never be set-uid or set-gid; a read-only bind stays read-only.
 #[test]
-fn a_writable_bind_of_a_root_owned_directory_cannot_be_changed() {
+fn a_bind_is_the_containers_root_as_its_directorys_owners() {
     if !require_prereqs(Need::Runtime) {
         return;
     }
     let env = TestEnv::new("uns-bind");
-    let dir = env.dir.join("root-owned");
-    fs::create_dir_all(&dir).unwrap();
-    fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-    fs::write(dir.join("tool"), "#!/bin/sh\necho genuine\n").unwrap();
+    let private = env.dir.join("mkdtemp");
+    let shared = env.dir.join("root-0755");
+    let users = env.dir.join("users");
+    let ro = env.dir.join("readonly");
+    for (d, mode) in [
+        (&private, 0o700),
+        (&shared, 0o755),
+        (&users, 0o700),
+        (&ro, 0o755),
+    ] {
+        fs::create_dir_all(d).unwrap();
+        fs::set_permissions(d, fs::Permissions::from_mode(mode)).unwrap();
+    }
+    std::os::unix::fs::chown(&users, Some(1000), Some(1000)).unwrap();
+    fs::write(private.join("task.py"), "code\n").unwrap();
+    fs::set_permissions(private.join("task.py"), fs::Permissions::from_mode(0o600)).unwrap();
     let mut spec = base_spec(&[
         "sh",
         "-c",
-        "echo evil > /tmp/evil; mv /tmp/evil /data/tool && echo REPLACED; echo x > /data/new && echo CREATED; true",
+        "cat task.py; echo r > result.txt; echo s > /shared/s; echo u > /users/u; \
+         stat -c %u /users/u result.txt; \
+         if chmod 4755 result.txt 2>/dev/null; then echo SETUID; fi; \
+         if touch /ro/x 2>/dev/null; then echo RO-WRITABLE; fi; echo done",
     ]);
-    spec["mounts"].as_array_mut().unwrap().push(json!({
-        "destination": "/data", "type": "bind", "source": dir, "options": ["rbind", "rw"]
-    }));
+    spec["process"]["cwd"] = json!("/work");
+    let m = spec["mounts"].as_array_mut().unwrap();
+    m.push(json!({"destination": "/work", "type": "bind", "source": private, "options": ["rbind", "rw"]}));
+    m.push(json!({"destination": "/shared", "type": "bind", "source": shared, "options": ["rbind", "rw"]}));
+    m.push(json!({"destination": "/users", "type": "bind", "source": users, "options": ["rbind", "rw"]}));
+    m.push(json!({"destination": "/ro", "type": "bind", "source": ro, "options": ["rbind", "ro"]}));
     let out = env.run_spec(&spec);
     out.expect_ok();
-    assert!(
-        !out.stdout.contains("REPLACED") && !out.stdout.contains("CREATED"),
-        "{out}"
+    assert_eq!(out.stdout, "code\n0\n0\ndone\n", "{out}");
+    let owner = |p: &Path| std::os::unix::fs::MetadataExt::uid(&fs::metadata(p).unwrap());
+    let mode = |p: &Path| std::os::unix::fs::MetadataExt::mode(&fs::metadata(p).unwrap());
+    assert_eq!(
+        owner(&private.join("result.txt")),
+        0,
+        "a root-owned directory's new file"
+    );
+    assert_eq!(owner(&shared.join("s")), 0);
+    assert_eq!(
+        owner(&users.join("u")),
+        1000,
+        "a user's directory's new file is the user's"
     );
     assert_eq!(
-        fs::read_to_string(dir.join("tool")).unwrap(),
-        "#!/bin/sh\necho genuine\n"
+        mode(&private.join("result.txt")) & 0o6000,
+        0,
+        "set-id bits on the host"
     );
-    assert!(!dir.join("new").exists());
+    assert!(!ro.join("x").exists());
 }
 
-// Files the container writes to a writable bind it may write to (a directory the container's root
-// owns, as Docker's userns-remap makes them) land on the host owned by the container's host uid,
-// never by host root; an `idmap` bind (what Kubernetes and Podman ask for) lands as the ids the
-// container sees.
+// A writable bind of a host system directory would give the container's root its files: it is made
+// read-only (and logged), whatever the caller asked.
 #[test]
-fn files_written_to_binds_get_the_expected_host_owner() {
+fn a_writable_bind_of_a_host_system_directory_is_read_only() {
     if !require_prereqs(Need::Runtime) {
         return;
     }
-    let env = TestEnv::new("uns-owner");
-    let open = env.dir.join("world-writable");
-    fs::create_dir_all(&open).unwrap();
-    fs::set_permissions(&open, fs::Permissions::from_mode(0o1777)).unwrap();
-    let mapped = env.dir.join("idmapped");
-    fs::create_dir_all(&mapped).unwrap();
+    let env = TestEnv::new("uns-sysbind");
     let mut spec = base_spec(&[
         "sh",
         "-c",
-        "echo a > /open/f && echo b > /mapped/g && stat -c %u /mapped/g",
+        "if touch /hostshare/rxci-probe 2>/dev/null; then echo WRITABLE; else echo ro; fi",
     ]);
-    let m = spec["mounts"].as_array_mut().unwrap();
-    m.push(
-        json!({"destination": "/open", "type": "bind", "source": open, "options": ["rbind", "rw"]}),
-    );
-    m.push(json!({"destination": "/mapped", "type": "bind", "source": mapped, "options": ["rbind", "rw", "idmap"]}));
+    spec["mounts"].as_array_mut().unwrap().push(json!({
+        "destination": "/hostshare", "type": "bind", "source": "/usr/share", "options": ["rbind", "rw"]
+    }));
     let out = env.run_spec(&spec);
     out.expect_ok();
-    let owner = |p: &Path| std::os::unix::fs::MetadataExt::uid(&fs::metadata(p).unwrap());
-    let f = owner(&open.join("f"));
-    assert!(
-        f >= 1 << 30,
-        "a file written to a plain bind is owned by host uid {f}"
-    );
-    assert_eq!(
-        owner(&mapped.join("g")),
-        0,
-        "a file written to an idmap bind: host owner"
-    );
-    assert_eq!(
-        out.stdout.trim(),
-        "0",
-        "inside, the idmapped file is root's: {out}"
-    );
+    assert_eq!(out.stdout.trim(), "ro", "{out}");
+    assert!(!Path::new("/usr/share/rxci-probe").exists());
 }
 
 // A caller's own user namespace (Podman --userns, Kubernetes hostUsers: false) is kept if it maps
@@ -432,14 +441,12 @@ fn containers_joining_anothers_namespaces_share_its_user_namespace() {
     assert!(!block.exists(), "the block outlived its last container");
 }
 
-// Under overlayfs the rootfs cannot be idmapped: the image's directories are host root's, not the
-// container root's, and libcontainer (creating missing mount points from inside the user
-// namespace) was refused: Podman's /etc/resolv.conf and /run/.containerenv, ctr's tmpfs targets
-// (found through both clients before this fix). rloxsc makes them from outside. A client that
-// writes into the container's /tmp as host root from the container's mount namespace (podman cp)
-// can (/tmp is a tmpfs made from outside, of the host's user namespace).
+// Under overlayfs (a client's rootfs) the image's layers are idmapped: the image's files are the
+// container root's (they showed as nobody's, 65534); missing mount points are made; a client that
+// writes into the container as host root from its mount namespace (podman cp) can, and what it
+// wrote is the container's at its next process.
 #[test]
-fn an_image_that_cannot_be_idmapped_still_gets_its_mount_points_and_writable_tmp() {
+fn a_clients_rootfs_is_the_containers_own_and_host_writes_become_its() {
     if !require_prereqs(Need::Runtime) {
         return;
     }
@@ -458,19 +465,11 @@ fn an_image_that_cannot_be_idmapped_still_gets_its_mount_points_and_writable_tmp
     let c = env.start_container(&spec);
     let out = env.rloxsc(&["exec", &c.id, "sh", "-c", "cat /etc/rxci-new/resolv.conf; stat -c %u /bin/busybox; echo made > /rxci-scratch/f && cat /rxci-scratch/f"]);
     out.expect_ok();
-    let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(
-        lines.first().copied(),
-        Some("nameserver 127.0.0.1"),
-        "{out}"
+        out.stdout, "nameserver 127.0.0.1\n0\nmade\n",
+        "the image's files are not the container root's: {out}"
     );
-    assert_eq!(
-        lines.get(1).copied(),
-        Some("65534"),
-        "the image's files are not idmapped under overlayfs: {out}"
-    );
-    assert_eq!(lines.get(2).copied(), Some("made"), "{out}");
-    // as podman cp does: host root, in the container's mount namespace, writes /tmp/x
+    // as podman cp does: host root, in the container's mount namespace, writes 0600 files
     let st = std::process::Command::new("nsenter")
         .args([
             "-t",
@@ -478,58 +477,14 @@ fn an_image_that_cannot_be_idmapped_still_gets_its_mount_points_and_writable_tmp
             "-m",
             "sh",
             "-c",
-            "echo from-host > /tmp/rxci-in",
+            "echo from-host > /tmp/rxci-in && chmod 600 /tmp/rxci-in && echo h > /run/rxci-run && chmod 600 /run/rxci-run",
         ])
         .status()
         .unwrap();
-    assert!(
-        st.success(),
-        "host root cannot write into the container's /tmp"
-    );
-    let out = env.rloxsc(&["exec", &c.id, "cat", "/tmp/rxci-in"]);
+    assert!(st.success(), "host root cannot write into the container");
+    let out = env.rloxsc(&["exec", &c.id, "sh", "-c", "cat /tmp/rxci-in /run/rxci-run"]);
     out.expect_ok();
-    assert_eq!(out.stdout.trim(), "from-host");
-}
-
-// Docker's and Podman's named volumes live in root-owned directories: under runc the container's
-// root writes them. A writable bind from under `userns.idmapped_volumes` is idmapped, so the
-// container's root owns host root's files there (and what it writes is host root's, as under
-// runc); the same directory elsewhere stays closed (a_writable_bind_of_a_root_owned_directory_...).
-#[test]
-fn a_volume_is_writable_by_the_containers_root_as_under_runc() {
-    if !require_prereqs(Need::Runtime) {
-        return;
-    }
-    let env = TestEnv::new("uns-volume");
-    let vols = env.dir.join("volumes");
-    let vol = vols.join("v1/_data");
-    fs::create_dir_all(&vol).unwrap();
-    fs::set_permissions(&vol, fs::Permissions::from_mode(0o755)).unwrap();
-    fs::write(vol.join("old"), "old\n").unwrap();
-    let policy = env.dir.join("policy.toml");
-    fs::write(
-        &policy,
-        format!("[userns]\nidmapped_volumes = [\"{}\"]\n", vols.display()),
-    )
-    .unwrap();
-    let mut spec = base_spec(&[
-        "sh",
-        "-c",
-        "echo new > /data/new && echo changed > /data/old && stat -c %u /data/new",
-    ]);
-    spec["mounts"].as_array_mut().unwrap().push(json!({
-        "destination": "/data", "type": "bind", "source": vol, "options": ["rbind", "rw"]
-    }));
-    let out = env.run_spec_with_policy(&spec, &policy);
-    out.expect_ok();
-    assert_eq!(out.stdout.trim(), "0", "inside, the file is root's: {out}");
-    let owner = |p: &Path| std::os::unix::fs::MetadataExt::uid(&fs::metadata(p).unwrap());
-    assert_eq!(
-        owner(&vol.join("new")),
-        0,
-        "on the host, the volume's new file is root's, as under runc"
-    );
-    assert_eq!(fs::read_to_string(vol.join("old")).unwrap(), "changed\n");
+    assert_eq!(out.stdout, "from-host\nh\n", "{out}");
 }
 
 // containerd 2.x gives a user-namespace pod's binds `idmap` with mappings: the container started,

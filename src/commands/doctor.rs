@@ -208,23 +208,63 @@ fn podman_check() -> Option<Check> {
     })
 }
 
+/// The oldest kernel the matrix runs (tests/matrix: Debian 11's 5.10).
+const OLDEST_TESTED: (u32, u32) = (5, 10);
+
+/// Features without which rloxsc refuses containers (a failure), rather than works with less
+/// (a warning): idmapped overlayfs layers are only used where the kernel has them, and the v2 freezer
+/// only on v2 hosts.
+fn feature_required(f: &crate::kernel_features::Feature) -> bool {
+    use crate::kernel_features as k;
+    ![k::IDMAPPED_OVERLAYFS_LAYERS, k::CGROUP_FREEZE].contains(f)
+}
+
+/// The doctor's line for a kernel feature: available, or what will not work and which kernel has it.
+fn feature_check(p: &crate::kernel_features::Probe) -> Check {
+    let how = match p.method {
+        crate::kernel_features::Method::Tried => "tried",
+        crate::kernel_features::Method::ByVersion => "by kernel version",
+    };
+    match &p.available {
+        Ok(()) => check(
+            true,
+            format!("{} ({}+): available ({how})", p.feature.name, p.since()),
+            "",
+        ),
+        Err(e) => {
+            let what = format!(
+                "{} ({}+): not available ({how}: {e})",
+                p.feature.name,
+                p.since()
+            );
+            let fix = format!(
+                "will not work: {} (policy key {}); {} or newer has it",
+                p.feature.used_for,
+                p.feature.key,
+                p.since()
+            );
+            if feature_required(&p.feature) {
+                check(false, what, fix)
+            } else {
+                warn(what, fix)
+            }
+        }
+    }
+}
+
 /// Runs every check; returns 0 when all hold, 1 otherwise.
 pub fn doctor() -> Result<i32> {
     let mut checks = Vec::new();
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let kernel = kernel.trim();
-    let major_minor: (u32, u32) = {
-        let mut it = kernel
-            .split(|c: char| !c.is_ascii_digit())
-            .filter_map(|s| s.parse().ok());
-        (it.next().unwrap_or(0), it.next().unwrap_or(0))
-    };
+    let kernel = crate::kernel_features::running_release();
+    let major_minor = crate::kernel_features::running_version();
     checks.push(check(
-        major_minor >= (5, 8),
+        major_minor >= OLDEST_TESTED,
         format!("kernel {kernel}"),
-        "rloxsc needs Linux 5.8 or newer (fsopen, pidfd, SECCOMP_RET_KILL_PROCESS)",
+        format!(
+            "rloxsc is tested on Linux {}.{} and newer (tests/matrix); older kernels lack features it uses (below)",
+            OLDEST_TESTED.0, OLDEST_TESTED.1
+        ),
     ));
-
     let setup = libcgroups::common::get_cgroup_setup();
     let cg = match &setup {
         Ok(libcgroups::common::CgroupSetup::Unified) => "cgroup v2 (unified)",
@@ -302,15 +342,11 @@ pub fn doctor() -> Result<i32> {
         format!("user namespaces (user.max_user_namespaces = {max_userns})"),
         "set user.max_user_namespaces above 0: every rloxsc container's root is a host uid of its own (policy key userns.mode)",
     ));
-    let probe = crate::userns::probe();
-    checks.push(check(
-        probe.is_ok(),
-        match &probe {
-            Ok(()) => "a user namespace and an idmapped mount can be made".to_string(),
-            Err(e) => format!("user namespaces or idmapped mounts: {e:#}"),
-        },
-        "a kernel >= 5.12 with user namespaces and idmapped mounts, no LSM denying them",
-    ));
+    checks.extend(
+        crate::kernel_features::probe_all()
+            .iter()
+            .map(feature_check),
+    );
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     checks.push(check(

@@ -254,7 +254,7 @@ pub fn exec(ctx: &Context, opts: &ExecOptions) -> Result<i32> {
     } else {
         Some(Waiter::install()?)
     };
-    let started = launch::exec(ctx, &req, &record, init_pid)?;
+    let started = launch::exec(&ctx.layout, &ctx.faults, &req, &record, &spec, init_pid)?;
     let Some(waiter) = waiter else {
         return Ok(0);
     };

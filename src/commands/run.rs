@@ -91,7 +91,7 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
         waiter.arm(t0 + t)?;
     }
     tracing::debug!("run {id}: started at {:?}", t0.elapsed());
-    let ending = waiter.wait(pid, Some((ctx, id.as_str())));
+    let ending = waiter.wait(pid, Some((&ctx.layout, id.as_str())));
     if let Some(t) = terminal {
         t.finish();
     }
@@ -116,9 +116,11 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
             );
         }
     }
+    // the cleanup (the write-back of the store included) is bounded by --timeout too, plus a second
+    let bound = extra.timeout.map(|t| t0 + t + Duration::from_secs(1));
     if extra.keep {
         tracing::debug!("run {id}: kept (--keep)");
-    } else if let Err(e) = super::delete::delete(ctx, &id, true) {
+    } else if let Err(e) = super::delete::delete_until(ctx, &id, true, bound) {
         tracing::warn!("container {id}: cleanup after run failed: {e:#}");
     }
     custodian.finish();

@@ -46,7 +46,9 @@ pub fn start_checked(ctx: &Context, id: &str, reverify: bool) -> Result<()> {
         .pid()
         .ok_or_else(|| anyhow!("container {id:?} has no init process"))?
         .as_raw();
-    let guard = Guard::new(ctx, id);
+    let guard = Guard::new(&ctx.layout, id, None);
+    // what a client copied in before the start is the container's
+    crate::launch::adopt_client_writes(&ctx.layout, id)?;
     if reverify {
         let spec = ctx.layout.read_spec(id)?;
         let record = ctx.layout.read_record(id)?;

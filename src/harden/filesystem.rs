@@ -119,13 +119,21 @@ fn parse_size(s: &str) -> Option<u64> {
     num.parse::<u64>().ok()?.checked_mul(mult)
 }
 
-/// Clamps a tmpfs mount's `size=`: absent, zero (unlimited) or above the ceiling is replaced.
-fn clamp_tmpfs_size(options: &mut Vec<String>, policy: &Policy) -> Option<String> {
+/// Clamps a tmpfs mount's `size=`: absent, zero (unlimited) or above the ceiling is replaced; never
+/// above half the container's memory limit `memory` (a tmpfs's pages are charged to it).
+fn clamp_tmpfs_size(
+    options: &mut Vec<String>,
+    policy: &Policy,
+    memory: Option<u64>,
+) -> Option<String> {
     let current = options
         .iter()
         .find_map(|o| o.strip_prefix("size=").map(str::to_string));
     let requested = current.as_deref().and_then(parse_size).filter(|&v| v > 0);
-    let size = policy.tmpfs_bytes.clamp(requested);
+    let mut size = policy.tmpfs_bytes.clamp(requested);
+    if let Some(m) = memory {
+        size = size.min((m / 2).max(1 << 20) / 1024 * 1024);
+    }
     if requested == Some(size) {
         return None;
     }
@@ -204,8 +212,22 @@ pub fn harden_mounts(
 ) -> Result<(), Refusal> {
     let caller = spec.mounts().clone().unwrap_or_default();
     let mut out: Vec<Mount> = Vec::with_capacity(caller.len() + 2);
+    // writable paths of an earlier hardening (this spec hardened again): made again below
+    let mut prior: Vec<PathBuf> = Vec::new();
     for m in caller {
         let dest = m.destination().display().to_string();
+        if is_writable_path(&m) {
+            // rloxsc's own mark: only the policy's writable paths carry it (added again below)
+            if m.source().as_deref() == Some(Path::new(WRITABLE_SOURCE)) {
+                prior.push(normal_abs(m.destination()));
+            } else {
+                changes.push(
+                    keys::WRITABLE,
+                    format!("mount at {dest} marked {WRITABLE_MARK} dropped: only the policy makes writable paths"),
+                );
+            }
+            continue;
+        }
         let typ = m.typ().clone().unwrap_or_else(|| "none".into());
         let mut o = opts(&m);
         let mut m = m;
@@ -251,6 +273,18 @@ pub fn harden_mounts(
             if !policy.writable_binds {
                 changed |= ensure_flag(&mut o, "ro", "rw");
                 changed |= ensure_flag(&mut o, "rro", "rrw");
+            } else if !o.iter().any(|x| x == "ro") && policy::is_system_path(&canonical) {
+                // the container's root owns what it binds (crate::views idmaps a bind onto its
+                // directory's owner): a host system directory stays read-only
+                ensure_flag(&mut o, "ro", "rw");
+                ensure_flag(&mut o, "rro", "rrw");
+                changes.push(
+                    keys::WRITABLE_BINDS,
+                    format!(
+                        "bind mount of {} onto {dest} made read-only: it is a system path of the host",
+                        canonical.display()
+                    ),
+                );
             }
             if !o.iter().any(|x| x == "ro") {
                 if let Some(bin) = facts.runtime_binaries.iter().find(|b| {
@@ -325,7 +359,7 @@ pub fn harden_mounts(
                     if dest != "/dev" && ensure_flag(&mut o, "nodev", "dev") {
                         what.push("nodev".to_string());
                     }
-                    if let Some(s) = clamp_tmpfs_size(&mut o, policy) {
+                    if let Some(s) = clamp_tmpfs_size(&mut o, policy, memory_limit(spec)) {
                         what.push(s);
                     }
                     if !what.is_empty() {
@@ -364,7 +398,7 @@ pub fn harden_mounts(
                 // within limits.tmpfs like the caller's (found by fuzz/: /dev/shm kept 64 MiB under a
                 // lower ceiling, and hardening the result again clamped it)
                 let mut o = opts(&m);
-                clamp_tmpfs_size(&mut o, policy);
+                clamp_tmpfs_size(&mut o, policy, memory_limit(spec));
                 m.set_options(Some(o));
             }
             if typ == "devpts" {
@@ -376,14 +410,17 @@ pub fn harden_mounts(
             changes.push(keys::READONLY_PATHS, format!("added {typ} mount at {dest}"));
         }
     }
-    add_writable_paths(spec, &mut out, policy, facts, changes);
+    add_writable_paths(spec, &mut out, policy, facts, &prior, changes);
     spec.set_mounts(Some(out));
     Ok(())
 }
 
-/// The option that marks rloxsc's own writable-path tmpfs (never a caller's: removed from theirs):
-/// [`crate::views`] copies the image's content into it and shows it to the client's copy API.
+/// The option that marks rloxsc's own writable paths (never a caller's: removed from theirs):
+/// [`crate::rootfs`] makes each a window onto the container's root overlay, or a store path.
 pub const WRITABLE_MARK: &str = "x-rloxsc-writable";
+
+/// The source of a writable path in the hardened spec: [`crate::rootfs`] gives it its real one.
+pub const WRITABLE_SOURCE: &str = "/run/rloxsc-views/writable";
 
 /// `path` made absolute and normal (`.` and `..` resolved lexically).
 pub fn normal_abs(path: &Path) -> PathBuf {
@@ -400,37 +437,59 @@ pub fn normal_abs(path: &Path) -> PathBuf {
     out
 }
 
-/// Adds the policy's writable paths (`filesystem.writable`): a sized tmpfs at each, unless the
-/// caller mounts something at or above it (the caller's mounts win), the path is a system path
-/// (a workdir under `/usr` stays read-only), or, for a path other than `/tmp` and the workdir, the
-/// image lacks that directory. Each goes before any caller mount below it, so a volume at
-/// `/tmp/x` stays visible.
+/// The process's HOME as the process will have it: its environment's, else the image's passwd
+/// file's (as [`super::harden_process`] sets it).
+fn home_of(spec: &Spec, facts: &HostFacts) -> Option<PathBuf> {
+    let p = spec.process().as_ref()?;
+    let env_home = p
+        .env()
+        .iter()
+        .flatten()
+        .find_map(|e| e.strip_prefix("HOME=").filter(|v| !v.is_empty()));
+    let home = match env_home {
+        Some(h) => h.to_string(),
+        None => facts.image_home.as_ref()?.home().to_string(),
+    };
+    Some(normal_abs(Path::new(&home)))
+}
+
+/// Whether a writable-path mount is one of rloxsc's own (a bind with [`WRITABLE_MARK`]).
+pub fn is_writable_path(m: &Mount) -> bool {
+    opts(m).iter().any(|o| o == WRITABLE_MARK)
+}
+
+/// Adds the policy's writable paths (`filesystem.writable`): a bind of the container's own root
+/// there (made by [`crate::rootfs`]), unless the caller mounts something at or above it (the
+/// caller's mounts win), the path is a system path or holds one (a workdir under `/usr`, or `/var`,
+/// stays read-only), the image reaches it through a symlink, or, for a path other than the workdir,
+/// HOME and `/tmp`, the image lacks that directory. Each goes before any caller mount below it, so
+/// a volume at `/tmp/x` stays visible.
 fn add_writable_paths(
     spec: &Spec,
     out: &mut Vec<Mount>,
     policy: &Policy,
     facts: &HostFacts,
+    prior: &[PathBuf],
     changes: &mut Changes,
 ) {
     let cwd = spec.process().as_ref().map(|p| normal_abs(p.cwd()));
+    let home = home_of(spec, facts);
     let mut done: Vec<PathBuf> = Vec::new();
     for w in &policy.writable {
-        let path = if w.path == policy::WORKDIR {
-            match &cwd {
-                Some(c) if c != Path::new("/") => c.clone(),
-                _ => continue,
-            }
-        } else {
-            PathBuf::from(&w.path)
+        let (path, what) = match w.path.as_str() {
+            policy::WORKDIR => (cwd.clone(), "the working directory"),
+            policy::HOME => (home.clone(), "HOME"),
+            p => (Some(PathBuf::from(p)), "the writable path"),
         };
-        if done.contains(&path) {
+        let Some(path) = path else { continue };
+        if path == Path::new("/") || done.iter().any(|d| path.starts_with(d)) {
             continue;
         }
         if policy::is_system_path(&path) {
             changes.push(
                 keys::WRITABLE,
                 format!(
-                    "the working directory {} is a system path: it stays read-only",
+                    "{what} {} is a system path or holds one: it stays read-only",
                     path.display()
                 ),
             );
@@ -454,27 +513,74 @@ fn add_writable_paths(
         }) {
             continue;
         }
-        let bytes = w.bytes.min(policy.tmpfs_bytes.ceiling);
-        let size = format!("size={}k", bytes / 1024);
-        let mut o = vec!["nosuid", "nodev", &size, "tmpcopyup", WRITABLE_MARK];
-        if path == Path::new("/tmp") || path == Path::new("/var/tmp") {
-            o.push("mode=1777");
-        }
         let at = out
             .iter()
             .position(|m| normal_abs(m.destination()).starts_with(&path))
             .unwrap_or(out.len());
-        out.insert(at, mount(&path.display().to_string(), "tmpfs", "tmpfs", &o));
+        out.insert(
+            at,
+            mount(
+                &path.display().to_string(),
+                "bind",
+                WRITABLE_SOURCE,
+                &[
+                    "bind",
+                    "nosuid",
+                    "nodev",
+                    "rnosuid",
+                    "rnodev",
+                    WRITABLE_MARK,
+                ],
+            ),
+        );
+        if !prior.contains(&path) {
+            changes.push(
+                keys::WRITABLE,
+                format!(
+                    "{} writable (the container's writes land in its store)",
+                    path.display()
+                ),
+            );
+        }
+        done.push(path);
+    }
+}
+
+/// The size of the container's store: the policy's, never above half the container's memory limit
+/// (its pages are charged to the container: a store as large as the memory that pays for it would
+/// turn a full disk into an OOM kill instead of ENOSPC).
+pub fn store_bytes(spec: &Spec, policy: &Policy, changes: &mut Changes) -> u64 {
+    let want = policy.store_bytes.default;
+    let Some(mem) = memory_limit(spec) else {
+        return want;
+    };
+    let cap = (mem / 2).max(1 << 20);
+    if want > cap {
         changes.push(
             keys::WRITABLE,
             format!(
-                "{} writable: a tmpfs of {} with the image's content",
-                path.display(),
-                policy::human(bytes)
+                "the container's store is {} (half its memory limit of {}), not {}",
+                policy::human_any(cap),
+                policy::human_any(mem),
+                policy::human_any(want)
             ),
         );
-        done.push(path);
+        return cap;
     }
+    want
+}
+
+/// The container's memory limit in bytes, when the (hardened) spec sets one.
+fn memory_limit(spec: &Spec) -> Option<u64> {
+    spec.linux()
+        .as_ref()?
+        .resources()
+        .as_ref()?
+        .memory()
+        .as_ref()?
+        .limit()
+        .filter(|&v| v > 0)
+        .map(|v| v as u64)
 }
 
 /// Mounts every container gets when the caller lacks them: /proc and /sys are needed for masking and
@@ -618,12 +724,44 @@ mod tests {
     }
 
     #[test]
-    fn scratch_tmp_is_added_with_size() {
+    fn tmp_is_a_writable_path_never_suid_or_dev() {
         let mut s = careless_spec();
         run_mounts(&mut s).unwrap();
-        let o = opts(mount_at(&s, "/tmp").unwrap());
-        assert!(o.iter().any(|x| x.starts_with("size=")));
+        let m = mount_at(&s, "/tmp").unwrap();
+        assert!(is_writable_path(m));
+        let o = opts(m);
         assert!(o.contains(&"nosuid".into()) && o.contains(&"nodev".into()));
+        assert!(o.contains(&"rnosuid".into()) && o.contains(&"rnodev".into()));
+    }
+
+    #[test]
+    fn tmpfs_is_never_above_half_the_memory_limit() {
+        let mut s = careless_spec();
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount("/big", "tmpfs", "tmpfs", &["size=1g"]));
+        s.set_mounts(Some(ms));
+        let mut c = Changes::default();
+        crate::harden::resources::harden_limits(&mut s, &Policy::default(), &mut c);
+        run_mounts(&mut s).unwrap();
+        let o = opts(mount_at(&s, "/big").unwrap());
+        assert!(o.contains(&"size=262144k".into()), "{o:?}");
+        let mut c = Changes::default();
+        assert_eq!(store_bytes(&s, &Policy::default(), &mut c), 256 << 20);
+        let small = Policy {
+            memory_bytes: crate::policy::Limit {
+                default: 64 << 20,
+                ceiling: 16 << 30,
+            },
+            ..Policy::default()
+        };
+        let mut s = careless_spec();
+        crate::harden::resources::harden_limits(&mut s, &small, &mut c);
+        let mut c = Changes::default();
+        assert_eq!(store_bytes(&s, &small, &mut c), 32 << 20);
+        assert!(
+            c.0.iter().any(|c| c.what.contains("half its memory limit")),
+            "{c:?}"
+        );
     }
 
     #[test]
@@ -719,7 +857,7 @@ mod tests {
         };
         let mut s = careless_spec();
         harden_mounts(&mut s, &p, &facts(), &mut Changes::default()).unwrap();
-        for dest in ["/dev", "/dev/shm", "/tmp"] {
+        for dest in ["/dev", "/dev/shm"] {
             let o = opts(mount_at(&s, dest).unwrap());
             let size = o
                 .iter()
@@ -892,19 +1030,58 @@ mod tests {
     }
 
     #[test]
-    fn the_workdir_and_tmp_become_writable_paths_with_copyup() {
+    fn the_workdir_home_and_tmp_become_writable_paths() {
         let mut s = with_cwd("/sandbox/./x/..");
+        let mut p = s.process().clone().unwrap();
+        let mut env = p.env().clone().unwrap_or_default();
+        env.push("HOME=/home/me".into());
+        p.set_env(Some(env));
+        s.set_process(Some(p));
         run_mounts(&mut s).unwrap();
-        for d in ["/sandbox", "/tmp"] {
-            let o = opts(mount_at(&s, d).unwrap());
-            assert!(
-                o.contains(&WRITABLE_MARK.to_string()) && o.contains(&"tmpcopyup".to_string()),
-                "{d}: {o:?}"
-            );
-            assert!(o.contains(&"size=262144k".to_string()), "{d}: {o:?}");
+        for d in ["/sandbox", "/tmp", "/home/me"] {
+            let m = mount_at(&s, d).unwrap_or_else(|| panic!("no {d}"));
+            assert!(is_writable_path(m), "{d}");
+            assert_eq!(m.source().as_deref(), Some(Path::new(WRITABLE_SOURCE)));
         }
         // /var/tmp only when the image has it (facts() has none)
         assert!(mount_at(&s, "/var/tmp").is_none());
+    }
+
+    #[test]
+    fn a_directory_holding_a_system_path_stays_read_only() {
+        for cwd in ["/var", "/var/lib", "/usr/local"] {
+            let mut s = with_cwd(cwd);
+            let c = run_mounts(&mut s).unwrap();
+            assert!(mount_at(&s, cwd).is_none(), "{cwd}");
+            assert!(
+                c.0.iter().any(|c| c.what.contains("stays read-only")),
+                "{cwd}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_callers_writable_mark_never_makes_a_path_writable() {
+        let mut s = careless_spec();
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount("/etc", "bind", "/srv/x", &["rbind", WRITABLE_MARK]));
+        s.set_mounts(Some(ms));
+        run_mounts(&mut s).unwrap();
+        assert!(mount_at(&s, "/etc").is_none());
+    }
+
+    #[test]
+    fn a_writable_bind_of_a_host_system_path_is_made_read_only() {
+        let mut s = careless_spec();
+        let mut ms = s.mounts().clone().unwrap();
+        ms.push(mount("/x", "bind", "/usr/share", &["rbind", "rw"]));
+        s.set_mounts(Some(ms));
+        run_mounts(&mut s).unwrap();
+        let o = opts(mount_at(&s, "/x").unwrap());
+        assert!(
+            o.contains(&"ro".into()) && o.contains(&"rro".into()),
+            "{o:?}"
+        );
     }
 
     #[test]

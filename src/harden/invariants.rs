@@ -236,6 +236,22 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
     for m in &mounts {
         let o = opts(m);
         let dest = m.destination().display().to_string();
+        if super::filesystem::is_writable_path(m) {
+            // rloxsc's own writable path: never a system path, never without nosuid,nodev
+            if crate::policy::is_system_path(&super::filesystem::normal_abs(Path::new(&dest))) {
+                return Err(format!("writable path at the system path {dest}"));
+            }
+            if m.source().as_deref() != Some(Path::new(super::filesystem::WRITABLE_SOURCE)) {
+                return Err(format!("writable path at {dest} with a source of its own"));
+            }
+            if !has(&o, "nosuid") || !has(&o, "nodev") || !has(&o, "rnosuid") || !has(&o, "rnodev")
+            {
+                return Err(format!(
+                    "writable path at {dest} without nosuid,nodev: {o:?}"
+                ));
+            }
+            continue;
+        }
         if is_bind(m) {
             let src = m.source().clone().unwrap_or_default();
             if !src.is_absolute() {
@@ -303,13 +319,6 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
                 match size_of(&o) {
                     Some(s) if s > 0 && s <= policy.tmpfs_bytes.ceiling => {}
                     s => return Err(format!("tmpfs at {dest} of size {s:?}")),
-                }
-                if has(&o, super::filesystem::WRITABLE_MARK)
-                    && crate::policy::is_system_path(&super::filesystem::normal_abs(Path::new(
-                        &dest,
-                    )))
-                {
-                    return Err(format!("writable path at the system path {dest}"));
                 }
             }
             "devpts" | "mqueue" if !has(&o, "nosuid") || !has(&o, "noexec") || has(&o, "exec") => {

@@ -115,6 +115,8 @@ pub struct Hardened {
     /// The container's effective policy: the policy tightened by the spec's annotations. It is stored
     /// with the container and governs every later verb on it.
     pub policy: Policy,
+    /// The size of the container's store (`filesystem.writable`).
+    pub store_bytes: u64,
 }
 
 /// Collects changes while the steps run.
@@ -157,13 +159,15 @@ pub fn harden(
     namespaces::harden_namespaces(&mut spec, &policy, facts, &mut changes)?;
     namespaces::harden_user_namespace(&mut spec, facts, &mut changes)?;
     filesystem::harden_root(&mut spec, facts, &mut changes)?;
+    // the limits first: the store and every tmpfs are sized against the memory that pays for them
+    resources::harden_cgroups_path(&mut spec, id, &policy, &mut changes);
+    resources::refuse_unified_on_v1(&spec, facts)?;
+    resources::harden_limits(&mut spec, &policy, &mut changes);
     filesystem::harden_mounts(&mut spec, &policy, facts, &mut changes)?;
     filesystem::harden_masked_and_readonly_paths(&mut spec, &mut changes);
     // after the mounts: it may drop the /dev/mqueue mount harden_mounts requires
     namespaces::harden_joined_mount_pid_ipc(&mut spec, facts, &mut changes)?;
-    resources::harden_cgroups_path(&mut spec, id, &policy, &mut changes);
-    resources::refuse_unified_on_v1(&spec, facts)?;
-    resources::harden_limits(&mut spec, &policy, &mut changes);
+    let store_bytes = filesystem::store_bytes(&spec, &policy, &mut changes);
     resources::harden_sysctls(&mut spec, &mut changes);
     harden_process(
         spec.process_mut()
@@ -193,6 +197,7 @@ pub fn harden(
         spec,
         changes: changes.0,
         policy,
+        store_bytes,
     })
 }
 

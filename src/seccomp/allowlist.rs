@@ -39,6 +39,12 @@ const SOCK_DGRAM: u64 = 2;
 const SOCK_TYPE_MASK: u64 = 0xf;
 const NETLINK_ROUTE: u64 = 0;
 const S_IFMT: u64 = 0o170000;
+/// The set-user-ID and set-group-ID bits of a mode: never set by a container (a file it makes on a
+/// bind or volume is the host's, owned by the directory's owner: a set-id file there would run with
+/// that owner's ids for whoever starts it on the host).
+pub const SET_ID_BITS: u64 = 0o6000;
+/// `O_CREAT | __O_TMPFILE`: the open flags that make a file, and so use the mode argument.
+const O_MAKES_FILE: u64 = 0o100 | 0o20000000;
 
 /// Syscalls allowed with any arguments.
 pub const UNCONDITIONAL: &[&str] = &[
@@ -52,7 +58,6 @@ pub const UNCONDITIONAL: &[&str] = &[
     "capget",
     "capset",
     "chdir",
-    "chmod",
     "chown",
     "clock_getres",
     "clock_gettime",
@@ -61,7 +66,6 @@ pub const UNCONDITIONAL: &[&str] = &[
     "close_range",
     "connect",
     "copy_file_range",
-    "creat",
     "dup",
     "dup2",
     "dup3",
@@ -82,9 +86,6 @@ pub const UNCONDITIONAL: &[&str] = &[
     "fadvise64",
     "fallocate",
     "fchdir",
-    "fchmod",
-    "fchmodat",
-    "fchmodat2",
     "fchown",
     "fchownat",
     "fcntl",
@@ -180,9 +181,6 @@ pub const UNCONDITIONAL: &[&str] = &[
     "munmap",
     "nanosleep",
     "newfstatat",
-    "open",
-    "openat",
-    "openat2",
     "pause",
     "pidfd_open",
     "pidfd_send_signal",
@@ -318,6 +316,43 @@ pub const UNCONDITIONAL: &[&str] = &[
 
 /// Syscalls allowed only with the given arguments (several rules for one syscall are alternatives).
 pub const CONDITIONAL: &[Rule] = &[
+    // modes without set-id bits (see SET_ID_BITS); an open that makes no file has no mode
+    Rule {
+        name: "chmod",
+        args: &[(1, Cmp::MaskedEq(SET_ID_BITS, 0))],
+    },
+    Rule {
+        name: "fchmod",
+        args: &[(1, Cmp::MaskedEq(SET_ID_BITS, 0))],
+    },
+    Rule {
+        name: "fchmodat",
+        args: &[(2, Cmp::MaskedEq(SET_ID_BITS, 0))],
+    },
+    Rule {
+        name: "fchmodat2",
+        args: &[(2, Cmp::MaskedEq(SET_ID_BITS, 0))],
+    },
+    Rule {
+        name: "creat",
+        args: &[(1, Cmp::MaskedEq(SET_ID_BITS, 0))],
+    },
+    Rule {
+        name: "open",
+        args: &[(1, Cmp::MaskedEq(O_MAKES_FILE, 0))],
+    },
+    Rule {
+        name: "open",
+        args: &[(2, Cmp::MaskedEq(SET_ID_BITS, 0))],
+    },
+    Rule {
+        name: "openat",
+        args: &[(2, Cmp::MaskedEq(O_MAKES_FILE, 0))],
+    },
+    Rule {
+        name: "openat",
+        args: &[(3, Cmp::MaskedEq(SET_ID_BITS, 0))],
+    },
     // clone without namespace flags (threads, fork)
     Rule {
         name: "clone",
@@ -390,44 +425,47 @@ pub const CONDITIONAL: &[Rule] = &[
         name: "personality",
         args: &[(0, Cmp::Eq(0xffff_ffff))],
     },
-    // mknod only for fifos, sockets and regular files, never device nodes
+    // mknod only for fifos, sockets and regular files, never device nodes, never set-id
     Rule {
         name: "mknod",
-        args: &[(1, Cmp::MaskedEq(S_IFMT, 0o010000))],
-    },
-    Rule {
-        name: "mknod",
-        args: &[(1, Cmp::MaskedEq(S_IFMT, 0o140000))],
+        args: &[(1, Cmp::MaskedEq(S_IFMT | SET_ID_BITS, 0o010000))],
     },
     Rule {
         name: "mknod",
-        args: &[(1, Cmp::MaskedEq(S_IFMT, 0o100000))],
+        args: &[(1, Cmp::MaskedEq(S_IFMT | SET_ID_BITS, 0o140000))],
     },
     Rule {
         name: "mknod",
-        args: &[(1, Cmp::MaskedEq(S_IFMT, 0))],
+        args: &[(1, Cmp::MaskedEq(S_IFMT | SET_ID_BITS, 0o100000))],
+    },
+    Rule {
+        name: "mknod",
+        args: &[(1, Cmp::MaskedEq(S_IFMT | SET_ID_BITS, 0))],
     },
     Rule {
         name: "mknodat",
-        args: &[(2, Cmp::MaskedEq(S_IFMT, 0o010000))],
+        args: &[(2, Cmp::MaskedEq(S_IFMT | SET_ID_BITS, 0o010000))],
     },
     Rule {
         name: "mknodat",
-        args: &[(2, Cmp::MaskedEq(S_IFMT, 0o140000))],
+        args: &[(2, Cmp::MaskedEq(S_IFMT | SET_ID_BITS, 0o140000))],
     },
     Rule {
         name: "mknodat",
-        args: &[(2, Cmp::MaskedEq(S_IFMT, 0o100000))],
+        args: &[(2, Cmp::MaskedEq(S_IFMT | SET_ID_BITS, 0o100000))],
     },
     Rule {
         name: "mknodat",
-        args: &[(2, Cmp::MaskedEq(S_IFMT, 0))],
+        args: &[(2, Cmp::MaskedEq(S_IFMT | SET_ID_BITS, 0))],
     },
 ];
 
 /// Syscalls that answer ENOSYS instead of EPERM (so that libc falls back to an older, filterable call).
 pub const ENOSYS: &[&str] = &[
     "clone3",
+    // its mode is in a struct the filter cannot read (see SET_ID_BITS): libc's open and openat,
+    // whose modes it reads, serve every program
+    "openat2",
     // Linux native AIO: every context reserves events from fs.aio-max-nr, one pool for the whole
     // host, so one container could leave the host's own io_setup failing with EAGAIN. ENOSYS reads
     // as a kernel without native AIO: libaio users and databases fall back to threads (the

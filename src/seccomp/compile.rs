@@ -393,6 +393,55 @@ mod tests {
         assert_eq!(under_filter(io_setup8), -38);
     }
 
+    /// chmod of a fresh file to `mode`: 0 or -errno.
+    fn chmod_tmp(mode: u32) -> i64 {
+        let p = c"/tmp/rloxsc-seccomp-chmod-probe";
+        // SAFETY: creat/chmod/unlink of a NUL-terminated path of our own
+        unsafe {
+            let fd = libc::syscall(libc::SYS_creat, p.as_ptr(), 0o644);
+            if fd >= 0 {
+                libc::close(fd as i32);
+            }
+            let rc = errno_of(libc::syscall(libc::SYS_chmod, p.as_ptr(), mode));
+            libc::unlink(p.as_ptr());
+            rc
+        }
+    }
+
+    /// openat(O_CREAT) of a fresh file with `mode`: 0 or -errno.
+    fn create_with(mode: u32) -> i64 {
+        let p = c"/tmp/rloxsc-seccomp-open-probe";
+        // SAFETY: openat/unlink of a NUL-terminated path of our own
+        unsafe {
+            let fd = libc::syscall(
+                libc::SYS_openat,
+                libc::AT_FDCWD,
+                p.as_ptr(),
+                libc::O_CREAT | libc::O_WRONLY,
+                mode,
+            );
+            let rc = errno_of(fd);
+            if fd >= 0 {
+                libc::close(fd as i32);
+            }
+            libc::unlink(p.as_ptr());
+            rc.min(0)
+        }
+    }
+
+    #[test]
+    fn set_id_bits_are_never_set_plain_modes_are() {
+        assert_eq!(under_filter(|| chmod_tmp(0o755)), 0);
+        assert_eq!(under_filter(|| chmod_tmp(0o4755)), -1, "chmod u+s allowed");
+        assert_eq!(under_filter(|| chmod_tmp(0o2755)), -1, "chmod g+s allowed");
+        assert_eq!(under_filter(|| create_with(0o644)), 0);
+        assert_eq!(
+            under_filter(|| create_with(0o4755)),
+            -1,
+            "open(O_CREAT, 04755) allowed"
+        );
+    }
+
     #[test]
     fn compiles_to_a_nonempty_program() {
         let f = compile_filter().unwrap();

@@ -358,7 +358,9 @@ rx_cri_cycle_configs() {
 
 rx_docker_up() { "$D" version >/dev/null 2>&1; }
 
-# dockerd: contrib/docker/daemon.json + this host's needs (our containerd, overlay2), started by pid.
+# dockerd: contrib/docker/daemon.json (the runtime only) + this host's needs (our containerd, overlay2;
+# no bridge, no iptables, no forwarding or NAT: no bridge with private-range addresses may be made on
+# these machines; the cgroupfs driver, as before contrib stopped setting it), started by pid.
 # A dockerd we did not start is reused only if it already has the rloxsc runtime at $RLOXSC.
 rx_ensure_dockerd() {
     if rx_docker_up; then
@@ -369,7 +371,9 @@ rx_ensure_dockerd() {
     fi
     mkdir -p "$W/docker"
     jq --arg p "$RLOXSC" '.runtimes.rloxsc.path = $p
-        | .containerd = "/run/containerd/containerd.sock" | ."storage-driver" = "overlay2"' \
+        | .containerd = "/run/containerd/containerd.sock" | ."storage-driver" = "overlay2"
+        | .bridge = "none" | .iptables = false | .ip6tables = false | ."ip-forward" = false | ."ip-masq" = false
+        | ."exec-opts" = ["native.cgroupdriver=cgroupfs"]' \
         "$RX_REPO/contrib/docker/daemon.json" >"$W/docker/daemon.json" || return 1
     rx_start_daemon dockerd /usr/sbin/dockerd --config-file "$W/docker/daemon.json"
     wait_for 30 rx_docker_up || { tail -n 20 "$W/dockerd.log" >&2; return 1; }
@@ -503,32 +507,32 @@ assert_refused() {
     rx_note "refused as expected: $(rx_last_line "$ERR$OUT")"
 }
 
-# assert_bind_works DIR TEXT: the payload wrote "rxci-bind" into DIR/f through a bind mount, and the
-# probe printed the mount's options
 # Two host directories for a bind-mount scenario: $1-open (mode 1777: any uid may write, as Docker
-# users make a directory they hand a container to write) and $1-root (host root's, mode 0755).
-# Prints the two paths.
+# users make a directory they hand a container to write) and $1-root (host root's, mode 0700, what
+# tempfile.mkdtemp makes). Prints the two paths.
 rx_bind_dirs() {
     mkdir -p "$1-open" "$1-root"
     chmod 1777 "$1-open"
-    chmod 0755 "$1-root"
+    chmod 0700 "$1-root"
     echo "$1-open" "$1-root"
 }
-# Checks a bind-mount scenario run with RX_BIND_PAYLOAD, $1-open at /data and $1-root at /rootowned:
-# the file written to /data is on the host, owned by the container's own host uid (a user namespace:
-# never host root), the binds are nosuid,nodev, and the root-owned directory was not writable
-# (container root is not host root: the containment, #13).
+# Checks a bind-mount scenario run with RX_BIND_PAYLOAD, $1-open at /data and $1-root at /rootowned,
+# as under runc (issue #20): the container's root owns a bind as its directory's owner (host root
+# here), so it writes both and the files are host root's on the host; never set-uid; the binds are
+# nosuid,nodev.
 assert_bind_works() {
     assert_eq "file written through the bind mount, seen on the host" rxci-bind "$(cat "$1-open/f" 2>/dev/null)"
     local owner; owner=$(stat -c %u "$1-open/f" 2>/dev/null || echo missing)
-    [ "$owner" != 0 ] && [ "$owner" != missing ] || fail "the file written through the bind is owned by host uid $owner (container root is host root)"
+    assert_eq "the file written through the bind belongs to the directory's owner" 0 "$owner"
     local opts; opts=$(printf '%s\n' "$2" | sed -n 's/^opts: //p')
     [[ ",$opts," == *,nosuid,* && ",$opts," == *,nodev,* ]] || fail "bind mount options '$opts' lack nosuid,nodev"
-    assert_match "a root-owned bind is not writable by the container's root" '^rootowned: refused$' "$2"
-    [ ! -e "$1-root/f" ] || fail "the container wrote into a directory host root owns"
+    assert_match "a root-owned 0700 bind is writable by the container's root, as under runc" '^rootowned: written$' "$2"
+    assert_eq "the file in the root-owned bind is root's on the host" 0 "$(stat -c %u "$1-root/f" 2>/dev/null || echo missing)"
+    assert_match "never set-uid" '^setuid: refused$' "$2"
+    [ "$(( 0$(stat -c %a "$1-root/f") & 06000 ))" = 0 ] || fail "a file the container made on a bind is set-id on the host"
 }
 # the payload for assert_bind_works (the binds are at /data and /rootowned)
-RX_BIND_PAYLOAD='echo rxci-bind > /data/f && echo "opts: $(awk '\''$5 == "/data" { o = $6 } END { print o }'\'' /proc/self/mountinfo)"; if echo x > /rootowned/f 2>/dev/null; then echo "rootowned: written"; else echo "rootowned: refused"; fi'
+RX_BIND_PAYLOAD='echo rxci-bind > /data/f && echo "opts: $(awk '\''$5 == "/data" { o = $6 } END { print o }'\'' /proc/self/mountinfo)"; if echo x > /rootowned/f 2>/dev/null; then echo "rootowned: written"; else echo "rootowned: refused"; fi; if chmod 4755 /rootowned/f 2>/dev/null; then echo "setuid: set"; else echo "setuid: refused"; fi'
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -779,6 +779,24 @@ pub fn interface_hook(env: &TestEnv) -> std::path::PathBuf {
     hook
 }
 
+/// A hook that puts `dummy0` into the container's network namespace and sets it up (as
+/// Docker's libnetwork-setkey prestart hook does with the default bridge's veth; no address is given,
+/// the kernel adds an IPv6 link-local one when it is up).
+pub fn up_interface_hook(env: &TestEnv) -> std::path::PathBuf {
+    let hook = env.dir.join("add-interface-up.sh");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\npid=$(sed -n 's/.*\"pid\": *\\([0-9]*\\).*/\\1/p')\n[ -n \"$pid\" ] || exit 3\n\
+         nsenter -t \"$pid\" -n ip link add dummy0 type dummy 2>/dev/null || \
+         nsenter -t \"$pid\" -n ip link add dummy0 type veth peer name rlx1 || exit 4\n\
+         exec nsenter -t \"$pid\" -n ip link set dummy0 up\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    hook
+}
+
 /// What rloxsc holds on the host for container `id` outside its state root: a view directory
 /// (`/run/rloxsc-views/*/owner` names the id) and a block of host ids (`/run/rloxsc-userns/<base>`
 /// names it).

@@ -1,0 +1,388 @@
+//! Everything a container holds on the host, in one ledger, and the one way to give it back.
+//!
+//! `create` writes the ledger (`<root>/bundles/<id>/footprint.json`) *before* it acquires each
+//! resource, so a runtime killed at any point leaves a ledger naming everything it may hold. The one
+//! [`release`] gives it all back, in a fixed order: the container's processes (its cgroup's, and a
+//! killed create's orphans), the client's view of its filesystem, the write-back of its store into
+//! the client's layer, libcontainer's state and the cgroups (poststop hooks run here), the view
+//! directory, the block of host ids, the private bundle and the ledger last. Every step tolerates
+//! what was never acquired, so a second release after a kill finishes the first; every step is
+//! bounded in time, the write-back by the caller's deadline. A create that fails, `delete`,
+//! `delete --force` and the custodian of a killed `run` all end in it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::bundle::Layout;
+use crate::rootfs::commit::Commit;
+
+/// The client's view of the container's filesystem, attached on its rootfs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostView {
+    /// The client's rootfs.
+    pub rootfs: PathBuf,
+    /// The view's mount source tag.
+    pub tag: String,
+}
+
+/// What container `id` holds (or may hold: each is recorded before it is acquired).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// Its block of host ids.
+    #[serde(default)]
+    pub userns: Option<crate::userns::Allocation>,
+    /// Its view directory (`/run/rloxsc-views/<token>`: the root overlay, the store, the clones).
+    #[serde(default)]
+    pub views: Option<PathBuf>,
+    /// The client's view of its filesystem.
+    #[serde(default)]
+    pub host_view: Option<HostView>,
+    /// The write-back of its store.
+    #[serde(default)]
+    pub commit: Option<Commit>,
+    /// Its cgroups path.
+    #[serde(default)]
+    pub cgroups_path: Option<PathBuf>,
+}
+
+/// The ledger of one container, on disk.
+#[derive(Debug)]
+pub struct Footprint {
+    file: PathBuf,
+    /// What it holds.
+    pub ledger: Ledger,
+}
+
+const FILE: &str = "footprint.json";
+
+impl Footprint {
+    /// Starts the footprint of a new container `id`: creates its private bundle directory (which
+    /// fails if the id is taken) and an empty ledger in it.
+    pub fn begin(layout: &Layout, id: &str) -> Result<Footprint> {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = layout.bundle_dir(id);
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => {
+                    anyhow::anyhow!("container with id {id:?} already exists")
+                }
+                _ => anyhow::anyhow!("cannot create private bundle {}: {e}", dir.display()),
+            })?;
+        let f = Footprint {
+            file: dir.join(FILE),
+            ledger: Ledger::default(),
+        };
+        f.save()?;
+        Ok(f)
+    }
+
+    /// The footprint of container `id` (an empty ledger when there is none: a create killed before
+    /// it wrote one holds nothing this could name, and the fallbacks of [`release`] find the rest).
+    pub fn load(layout: &Layout, id: &str) -> Footprint {
+        let file = layout.bundle_dir(id).join(FILE);
+        let ledger = std::fs::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        Footprint { file, ledger }
+    }
+
+    /// Records `change` in the ledger, on disk, before the resource is acquired.
+    pub fn record(&mut self, change: impl FnOnce(&mut Ledger)) -> Result<()> {
+        change(&mut self.ledger);
+        self.save()
+    }
+
+    fn save(&self) -> Result<()> {
+        crate::fsutil::replace_file(
+            &self.file,
+            &serde_json::to_vec(&self.ledger)?,
+            0o600,
+            "container footprint",
+        )
+    }
+}
+
+/// How long the steps other than the write-back may take at most: killing and waiting for the
+/// processes, detaching, removing cgroups.
+const STEP_LIMIT: Duration = Duration::from_secs(10);
+
+/// Gives back everything container `id` under `layout` holds (see the module documentation). The
+/// write-back stops at `deadline` (the caller's `--timeout`); the other steps are bounded by
+/// themselves. Errors of single steps are logged; the rest still runs.
+pub fn release(layout: &Layout, id: &str, deadline: Option<Instant>) {
+    let fp = Footprint::load(layout, id);
+    let l = &fp.ledger;
+    let spec_cgroups = layout
+        .read_spec(id)
+        .ok()
+        .and_then(|s| s.linux().as_ref().and_then(|l| l.cgroups_path().clone()));
+    let cgroups_path = l.cgroups_path.clone().or(spec_cgroups);
+
+    // 1. nothing of the container runs any more
+    kill_unfinished_create(layout, id);
+    if let Some(p) = &cgroups_path {
+        kill_cgroup(p);
+    }
+    // 2. the client's view (nobody writes into the store any more)
+    if let Some(h) = &l.host_view {
+        crate::rootfs::hostview::detach(&h.rootfs, &h.tag);
+    }
+    // 3. what the container wrote goes where the client looks
+    if let Some(c) = &l.commit {
+        if c.store.join("upper").is_dir() {
+            let cgroups = cgroups_path
+                .as_deref()
+                .map(crate::charged::cgroup_dirs)
+                .unwrap_or_default();
+            let t0 = Instant::now();
+            let res = crate::charged::run(&cgroups, deadline, || {
+                crate::rootfs::commit::run(c, deadline).map(|w| {
+                    tracing::debug!(
+                        "container {id}: {} entries, {} bytes written back",
+                        w.entries,
+                        w.bytes
+                    );
+                })
+            });
+            match res {
+                Ok(()) => tracing::debug!("container {id}: written back in {:?}", t0.elapsed()),
+                Err(e) => tracing::warn!(
+                    "container {id}: its files could not all be written back into {}: {e:#}",
+                    c.rootfs.display()
+                ),
+            }
+        }
+    }
+    // 4. libcontainer's state (poststop hooks) and the cgroups
+    let dir = layout.container_dir(id);
+    if dir.join("state.json").exists() {
+        match libcontainer::container::Container::load(dir.clone()) {
+            Ok(mut c) => {
+                if let Err(e) = c.delete(true) {
+                    tracing::warn!(
+                        "container {id}: libcontainer could not delete it ({}); removing its cgroup and state directly",
+                        crate::errors::error_chain(&e)
+                    );
+                }
+            }
+            Err(e) => tracing::warn!("container {id}: its state cannot be read ({e}); removing its cgroup and state directly"),
+        }
+    }
+    if let Some(p) = &cgroups_path {
+        remove_cgroup(p, id);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    // 5. the view directory (also one a create killed before it recorded it made)
+    for v in l
+        .views
+        .iter()
+        .cloned()
+        .chain(std::iter::once(crate::views::dir_for(layout.root(), id)))
+    {
+        crate::views::ViewDir::remove(&v);
+    }
+    // 6. the block of host ids
+    match &l.userns {
+        Some(a) => crate::userns::free(a, layout.root(), id),
+        None => crate::userns::free_owned_by(layout.root(), id),
+    }
+    // 7. the private bundle, the ledger with it
+    if let Err(e) = layout.remove_bundle(id) {
+        tracing::warn!("container {id}: {e:#}");
+    }
+}
+
+/// Whether any v1 hierarchy or the v2 tree still has the cgroup `path`.
+pub fn cgroup_exists(path: &Path) -> bool {
+    let rel = path.to_string_lossy().trim_start_matches('/').to_string();
+    let Ok(rd) = std::fs::read_dir(crate::cgroups::ROOT) else {
+        return false;
+    };
+    let mut dirs: Vec<PathBuf> = rd.flatten().map(|e| e.path().join(&rel)).collect();
+    dirs.push(Path::new(crate::cgroups::ROOT).join(&rel));
+    dirs.iter().any(|d| d.join("cgroup.procs").exists())
+}
+
+/// SIGKILLs every process of cgroup `path` until it holds none (bounded).
+fn kill_cgroup(path: &Path) {
+    let until = Instant::now() + STEP_LIMIT;
+    loop {
+        let pids = crate::cgroups::procs_of_path(path);
+        if pids.is_empty() || Instant::now() >= until {
+            return;
+        }
+        for p in pids {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(p),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Removes cgroup `path` (its processes killed first), with libcgroups.
+fn remove_cgroup(path: &Path, id: &str) {
+    let config = libcgroups::common::CgroupConfig {
+        cgroup_path: path.to_path_buf(),
+        systemd_cgroup: false,
+        container_name: id.to_string(),
+    };
+    if let Ok(manager) = libcgroups::common::create_cgroup_manager(config) {
+        use libcgroups::common::CgroupManager;
+        let until = Instant::now() + STEP_LIMIT;
+        while Instant::now() < until {
+            if let Ok(pids) = manager.get_all_pids() {
+                for p in pids {
+                    let _ = nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGKILL);
+                }
+            }
+            if manager.remove().is_ok() || !cgroup_exists(path) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Kills what a `create` or `run` of `id` that never finished (rloxsc SIGKILLed halfway) left running
+/// outside the container's cgroup. libcontainer's intermediate and init processes are clones of
+/// rloxsc (same binary, same argv) that carry on alone: they create the cgroups and the init waits
+/// for `start`. Unless they are killed first they recreate what the release removes (found by
+/// tests/killed_create.rs: empty cgroup directories left behind). Matched by the rloxsc binary, the
+/// verb, the id and the same `--root`; repeated until none is left (one may be cloning).
+pub fn kill_unfinished_create(layout: &Layout, id: &str) {
+    let root = canonical_root(layout);
+    let until = Instant::now() + STEP_LIMIT;
+    while Instant::now() < until {
+        let pids = unfinished_create_processes(&root, id);
+        if pids.is_empty() {
+            return;
+        }
+        for p in pids {
+            tracing::warn!("container {id}: killing process {p} of a create that never finished");
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(p),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The state root, canonical (as matched against the `--root` of other rloxsc processes).
+pub fn canonical_root(layout: &Layout) -> PathBuf {
+    std::fs::canonicalize(layout.root()).unwrap_or_else(|_| layout.root().to_path_buf())
+}
+
+/// Processes running the rloxsc binary as `create`/`run` of `id` under state root `root`.
+pub fn unfinished_create_processes(root: &Path, id: &str) -> Vec<i32> {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::process::id() as i32;
+    let own = std::fs::metadata("/proc/self/exe").ok();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let proc_dir = e.path();
+        // this runtime's own children (a foreground run's custodian) are not orphans
+        if crate::custodian::parent_of(pid) == Some(me) {
+            continue;
+        }
+        // the sealed binary is a bind mount of this very file, and its path may not resolve from
+        // here once the process has its own mount namespace: the file is compared, not only the name
+        let same_file = std::fs::metadata(proc_dir.join("exe"))
+            .ok()
+            .zip(own.as_ref())
+            .is_some_and(|(a, b)| a.dev() == b.dev() && a.ino() == b.ino());
+        // a binary of another version is matched by name, and only when root runs it: a local
+        // user's own program named rloxsc, with the same arguments, is never killed
+        let by_root = std::fs::metadata(&proc_dir).is_ok_and(|m| m.uid() == 0);
+        let is_rloxsc = same_file
+            || by_root
+                && std::fs::read_link(proc_dir.join("exe")).is_ok_and(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.contains("rloxsc"))
+                });
+        if !is_rloxsc {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(proc_dir.join("cmdline")) else {
+            continue;
+        };
+        let argv: Vec<String> = raw
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if !argv.iter().any(|a| a == id) || !argv.iter().any(|a| a == "create" || a == "run") {
+            continue;
+        }
+        let theirs = argv
+            .windows(2)
+            .find(|w| w[0] == "--root")
+            .map(|w| w[1].clone())
+            .or_else(|| {
+                argv.iter()
+                    .find_map(|a| a.strip_prefix("--root=").map(str::to_string))
+            })
+            .unwrap_or_else(|| "/run/rloxsc".to_string());
+        let theirs = std::fs::read_link(proc_dir.join("cwd"))
+            .map(|cwd| cwd.join(&theirs))
+            .unwrap_or_else(|_| theirs.into());
+        if std::fs::canonicalize(&theirs).unwrap_or(theirs) == root {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Reads the ledger of container `id` for a verb that needs what it holds (the store, for `exec`).
+pub fn ledger_of(layout: &Layout, id: &str) -> Result<Ledger> {
+    let f = layout.bundle_dir(id).join(FILE);
+    let b = std::fs::read(&f).with_context(|| format!("cannot read {}", f.display()))?;
+    serde_json::from_slice(&b).with_context(|| format!("{} is not rloxsc's footprint", f.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ledger_is_on_disk_before_its_resource_and_gone_with_the_bundle() {
+        let root = std::env::temp_dir().join(format!("rloxsc-fp-{}", std::process::id()));
+        let layout = Layout::new(&root);
+        layout.ensure().unwrap();
+        let mut fp = Footprint::begin(&layout, "c1").unwrap();
+        assert!(
+            Footprint::begin(&layout, "c1").is_err(),
+            "an id is taken once"
+        );
+        fp.record(|l| l.views = Some("/run/rloxsc-views/x".into()))
+            .unwrap();
+        assert_eq!(
+            Footprint::load(&layout, "c1").ledger.views,
+            Some(PathBuf::from("/run/rloxsc-views/x"))
+        );
+        assert_eq!(
+            ledger_of(&layout, "c1").unwrap().views,
+            Some(PathBuf::from("/run/rloxsc-views/x"))
+        );
+        layout.remove_bundle("c1").unwrap();
+        assert_eq!(Footprint::load(&layout, "c1").ledger, Ledger::default());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -1,0 +1,880 @@
+//! `create` as named phases, each a function of its own: **facts** (what the caller gave and what
+//! the host is), **identity** (the container's block of host ids), **policy** (the pure hardening),
+//! **filesystem** (the root overlay, the writable paths, the views of binds and namespaces, the
+//! client's view), **libcontainer** (the private bundle and the build), **completion** (seeding the
+//! store paths, what libcontainer leaves out, the verification from outside, the pid file). Every
+//! resource is recorded in the container's footprint before it is acquired; a failure in any phase
+//! ends in the same release as `delete` ([`crate::footprint::release`]). The pure parts
+//! ([`plan_identity`], [`rootfs_request`], [`libcontainer_spec`]) are unit-tested here.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use libcontainer::container::Container;
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use oci_spec::runtime::{Mount, Spec};
+
+use super::{
+    builder, complete_init, executor_for, failure_key, verify_init, write_pid_file, Guard,
+};
+use crate::bundle::ContainerRecord;
+use crate::context::Context;
+use crate::errors::{cause_suffix, error_chain};
+use crate::footprint::{Footprint, HostView};
+use crate::harden::filesystem::{is_writable_path, normal_abs, WRITABLE_MARK};
+use crate::harden::{harden, Hardened, HostFacts};
+use crate::idmap::IdMap;
+use crate::policy::keys;
+use crate::rootfs::layers::Source;
+use crate::rootfs::{self, CopyupRequest, StoreSize, WritableRequest};
+use crate::tty::ConsoleSocket;
+use crate::{container, facts};
+
+/// What `create` (and `run`'s create half) is asked to do.
+#[derive(Debug, Default)]
+pub struct CreateOptions {
+    /// Container id.
+    pub id: String,
+    /// The caller's bundle directory.
+    pub bundle: PathBuf,
+    /// Where to write the init's pid once the container is verified.
+    pub pid_file: Option<PathBuf>,
+    /// The console socket to hand a pty master to (when process.terminal is set).
+    pub console_socket: Option<PathBuf>,
+    /// Extra file descriptors (from 3 up) passed to the container.
+    pub preserve_fds: i32,
+    /// Whether the caller detaches (create, run --detach) or waits for the container (run).
+    pub detach: bool,
+    /// Whether rloxsc itself should provide the terminal when process.terminal is set and no
+    /// --console-socket was given (a foreground `run`).
+    pub allocate_terminal: bool,
+    /// Whether the container's processes die with this one (a foreground `run`: nothing it created
+    /// outlives it, and nothing keeps its caller's stdio open).
+    pub die_with_runtime: bool,
+    /// When the create must be over (the run's `--timeout` from its first step); the policy's
+    /// `limits.create_timeout` bounds it in any case.
+    pub deadline: Option<Instant>,
+}
+
+/// The error of a create that did not finish by its deadline (the container was killed and
+/// removed); `run` records it.
+#[derive(Debug)]
+pub struct CreateTimedOut {
+    /// How long the create was given.
+    pub after: Duration,
+    /// Whether the run's own `--timeout` (not the policy's create limit) was the bound.
+    pub by_run_timeout: bool,
+}
+
+impl std::fmt::Display for CreateTimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.by_run_timeout {
+            write!(f, "the container was not created within --timeout ({:?}); everything it started was killed", self.after)
+        } else {
+            write!(f, "the container was not created within {:?} (policy key {}); everything it started was killed", self.after, keys::CREATE_TIMEOUT)
+        }
+    }
+}
+
+impl std::error::Error for CreateTimedOut {}
+
+/// A created container: its init waits for `start`, contained and verified.
+pub struct Created<'a> {
+    /// libcontainer's handle.
+    pub container: Container,
+    /// rloxsc's own console socket, when rloxsc provides the terminal.
+    pub console: Option<ConsoleSocket>,
+    /// The hardened spec.
+    pub spec: Spec,
+    /// What rloxsc stored with the container.
+    pub record: ContainerRecord,
+    /// The init's pid.
+    pub pid: Pid,
+    guard: Guard<'a>,
+    custodian: crate::custodian::Custodian,
+}
+
+impl<'a> Created<'a> {
+    /// Keeps the container (the caller owns it now).
+    pub fn keep(self) -> (Container, Option<ConsoleSocket>, Pid) {
+        self.guard.disarm();
+        (self.container, self.console, self.pid)
+    }
+
+    /// Keeps the container but returns the guard, for a caller (`run`) that still has steps to do
+    /// before the container is safely its own, and the custodian, which removes the container if
+    /// the caller is killed before it could (end it with [`crate::custodian::Custodian::finish`]).
+    pub fn split(
+        self,
+    ) -> (
+        Container,
+        Option<ConsoleSocket>,
+        Pid,
+        Guard<'a>,
+        crate::custodian::Custodian,
+    ) {
+        (
+            self.container,
+            self.console,
+            self.pid,
+            self.guard,
+            self.custodian,
+        )
+    }
+}
+
+/// Phase 1, facts: the caller's bundle and spec, and what the host is.
+struct Input {
+    bundle: PathBuf,
+    caller_spec: Spec,
+    host: HostFacts,
+}
+
+fn read_input(ctx: &Context, opts: &CreateOptions) -> Result<Input> {
+    let bundle = std::path::absolute(&opts.bundle).context("cannot resolve the bundle path")?;
+    let caller_spec = crate::bundle::load_caller_spec(&bundle)?;
+    let host = facts::gather(
+        &caller_spec,
+        &bundle,
+        ctx.layout.root(),
+        &ctx.policy.writable,
+    )?;
+    Ok(Input {
+        bundle,
+        caller_spec,
+        host,
+    })
+}
+
+/// Whose ids the container's root gets (the pure decision of phase 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdentityPlan {
+    /// A block of rloxsc's own.
+    Allocate,
+    /// The user namespace the container joins (a pod's sandbox): its root is host id `base`
+    /// (`None` when its mapping is unknown).
+    Join {
+        /// The host uid of the joined namespace's root.
+        base: Option<u32>,
+        /// Its uid mapping (inside, outside, count).
+        uid_map: Vec<(u32, u32, u32)>,
+    },
+    /// The caller's own user namespace and mapping.
+    Callers,
+}
+
+/// Decides the container's identity from the caller's spec and the host's facts.
+pub fn plan_identity(
+    spec: &Spec,
+    host: &HostFacts,
+) -> Result<IdentityPlan, crate::harden::Refusal> {
+    if let Some(owner) = crate::harden::namespaces::user_namespace_to_join(spec, host)? {
+        let uid_map: Vec<(u32, u32, u32)> = owner
+            .uid_map
+            .iter()
+            .filter_map(|(i, o, n)| {
+                Some((
+                    u32::try_from(*i).ok()?,
+                    u32::try_from(*o).ok()?,
+                    u32::try_from(*n).ok()?,
+                ))
+            })
+            .collect();
+        let base = uid_map.iter().find(|(i, _, _)| *i == 0).map(|m| m.1);
+        return Ok(IdentityPlan::Join { base, uid_map });
+    }
+    if crate::harden::namespaces::brings_own_user_namespace(spec) {
+        return Ok(IdentityPlan::Callers);
+    }
+    Ok(IdentityPlan::Allocate)
+}
+
+/// Phase 2, identity: the block of host ids, taken (or shared) and recorded before it is.
+fn take_identity(
+    ctx: &Context,
+    id: &str,
+    plan: &IdentityPlan,
+    input: &mut Input,
+    fp: &mut Footprint,
+) -> Result<Option<crate::userns::Allocation>> {
+    let root = ctx.layout.root();
+    let a = match plan {
+        IdentityPlan::Allocate => {
+            let a = crate::userns::allocate(&ctx.policy.userns_pool, root, id)?;
+            input.host.userns_base = Some(a.base);
+            Some(a)
+        }
+        IdentityPlan::Join { base: Some(b), .. } => crate::userns::share(*b, root, id)?,
+        _ => None,
+    };
+    // (the allocation file names its owner, found again without the ledger; the ledger names it too)
+    fp.record(|l| l.userns = a)?;
+    input.host.userns_taken = crate::userns::allocated_ranges(a.as_ref());
+    Ok(a)
+}
+
+/// The container's mapping, and whether it is rloxsc's own block (whose ids the image's layers and
+/// the binds are then idmapped onto).
+fn mappings(
+    plan: &IdentityPlan,
+    alloc: Option<crate::userns::Allocation>,
+    spec: &Spec,
+) -> (IdMap, Option<IdMap>) {
+    if let Some(a) = alloc {
+        let m = IdMap::block(a.base, crate::userns::BLOCK);
+        return (m.clone(), Some(m));
+    }
+    if let IdentityPlan::Join { uid_map, .. } = plan {
+        let m = IdMap {
+            uids: uid_map.clone(),
+            gids: uid_map.clone(),
+        };
+        return (m, None);
+    }
+    let lines = |v: &Option<Vec<oci_spec::runtime::LinuxIdMapping>>| -> Vec<(u32, u32, u32)> {
+        v.iter()
+            .flatten()
+            .map(|m| (m.container_id(), m.host_id(), m.size()))
+            .collect()
+    };
+    let l = spec.linux().as_ref();
+    (
+        IdMap {
+            uids: l.map(|l| lines(l.uid_mappings())).unwrap_or_default(),
+            gids: l.map(|l| lines(l.gid_mappings())).unwrap_or_default(),
+        },
+        None,
+    )
+}
+
+/// What the filesystem phase is asked, from the hardened spec (pure): the writable paths (with the
+/// owner and mode of a directory the image lacks), the mount targets to make, the caller's
+/// `tmpcopyup` tmpfs.
+pub fn rootfs_request(
+    spec: &Spec,
+) -> (
+    Vec<WritableRequest>,
+    Vec<(PathBuf, bool)>,
+    Vec<CopyupRequest>,
+) {
+    let mounts: Vec<&Mount> = spec.mounts().iter().flatten().collect();
+    let user = spec
+        .process()
+        .as_ref()
+        .map(|p| (p.user().uid(), p.user().gid()))
+        .unwrap_or((0, 0));
+    let cwd = spec.process().as_ref().map(|p| normal_abs(p.cwd()));
+    let home = spec.process().as_ref().and_then(|p| {
+        p.env()
+            .iter()
+            .flatten()
+            .find_map(|e| e.strip_prefix("HOME="))
+            .map(|h| normal_abs(Path::new(h)))
+    });
+    let mut writable = Vec::new();
+    let mut copyups = Vec::new();
+    for m in &mounts {
+        let dest = normal_abs(m.destination());
+        let o = m.options().clone().unwrap_or_default();
+        if is_writable_path(m) {
+            let shared = dest == Path::new("/tmp") || dest == Path::new("/var/tmp");
+            // the process's own directories are its user's; the shared scratch is everybody's
+            let own = cwd.as_ref() == Some(&dest) || home.as_ref() == Some(&dest);
+            writable.push(WritableRequest {
+                create_mode: if shared { 0o1777 } else { 0o755 },
+                create_owner: if own && !shared { user } else { (0, 0) },
+                dest,
+            });
+        } else if m.typ().as_deref() == Some("tmpfs") && o.iter().any(|x| x == "tmpcopyup") {
+            let (data, _, _) = crate::mountapi::split_mount_options(&o);
+            copyups.push(CopyupRequest { dest, data });
+        }
+    }
+    // mount targets: every destination not below another mount (those are made inside that mount
+    // by libcontainer), and the working directory; rloxsc's writable paths are made by the phase
+    let dests: Vec<PathBuf> = mounts.iter().map(|m| normal_abs(m.destination())).collect();
+    let mut targets = Vec::new();
+    for (m, dest) in mounts.iter().zip(&dests) {
+        let nested = dests.iter().any(|d| d != dest && dest.starts_with(d));
+        if nested || dest == Path::new("/") || is_writable_path(m) {
+            continue;
+        }
+        let is_bind = m.typ().as_deref() == Some("bind")
+            || m.options()
+                .iter()
+                .flatten()
+                .any(|o| o == "bind" || o == "rbind");
+        let file = is_bind
+            && m.source()
+                .as_ref()
+                .and_then(|s| std::fs::metadata(s).ok())
+                .is_some_and(|md| !md.is_dir());
+        targets.push((dest.clone(), file));
+    }
+    if let Some(c) = cwd {
+        if c != Path::new("/")
+            && !dests
+                .iter()
+                .any(|d| c.starts_with(d) && d != Path::new("/"))
+        {
+            targets.push((c, false));
+        }
+    }
+    (writable, targets, copyups)
+}
+
+/// The spec libcontainer is given (pure): the hardened spec with its root at the root overlay, each
+/// writable path bound from what the filesystem phase made (or dropped, when it stays read-only),
+/// each `tmpcopyup` tmpfs bound from its overlay.
+pub fn libcontainer_spec(hardened: &Spec, made: &rootfs::Assembled) -> Spec {
+    let mut spec = hardened.clone();
+    if let Some(r) = spec.root_mut().as_mut() {
+        r.set_path(made.root.clone());
+    }
+    let mut out = Vec::new();
+    for m in spec.mounts().clone().unwrap_or_default() {
+        let dest = normal_abs(m.destination());
+        let mut m = m;
+        if is_writable_path(&m) {
+            let Some(w) = made.writable.iter().find(|w| w.dest == dest) else {
+                continue; // stays read-only
+            };
+            m.set_source(Some(w.source.clone()));
+            let o: Vec<String> = m
+                .options()
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|o| o != WRITABLE_MARK)
+                .collect();
+            m.set_options(Some(o));
+        } else if let Some((_, src)) = made.copyups.iter().find(|(d, _)| *d == dest) {
+            let o = m.options().clone().unwrap_or_default();
+            let (_, _, flags) = crate::mountapi::split_mount_options(&o);
+            let mut opts = vec!["bind".to_string()];
+            opts.extend(flags);
+            m.set_typ(Some("bind".into()));
+            m.set_source(Some(src.clone()));
+            m.set_options(Some(opts));
+        }
+        out.push(m);
+    }
+    spec.set_mounts(Some(out));
+    spec
+}
+
+/// Phase 4, filesystem: the view directory, the root overlay and writable paths, the views of binds
+/// and namespaces, the client's view. Returns the spec for libcontainer.
+#[allow(clippy::too_many_arguments)]
+fn filesystem(
+    ctx: &Context,
+    id: &str,
+    input: &Input,
+    spec: &Spec,
+    store_bytes: u64,
+    mapping: &IdMap,
+    own_mapping: Option<&IdMap>,
+    fp: &mut Footprint,
+) -> Result<(Spec, rootfs::Assembled, crate::views::ViewDir)> {
+    let layout = &ctx.layout;
+    let rootfs_path = input.host.rootfs.clone();
+    let mounts = crate::mountinfo::own()?;
+    let source = crate::rootfs::layers::of(&rootfs_path, &mounts)?;
+    if source.is_clients() {
+        if let Some(other) = crate::rootfs::hostview::view_on(&rootfs_path) {
+            bail!(
+                "the rootfs {} already shows another rloxsc container's filesystem ({other}): two containers cannot share one client's rootfs (policy key {})",
+                rootfs_path.display(),
+                keys::ROOTFS
+            );
+        }
+    }
+    let views_dir = crate::views::dir_for(layout.root(), id);
+    fp.record(|l| l.views = Some(views_dir.clone()))?;
+    let mut views = crate::views::ViewDir::make(
+        &views_dir,
+        mapping.root().0,
+        &format!("{}\n{}\n", layout.root().display(), id),
+    )?;
+    let token = views_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (writable, targets, copyups) = rootfs_request(spec);
+    let req = rootfs::Request {
+        rootfs: &rootfs_path,
+        source: &source,
+        own_mapping,
+        mapping,
+        store: StoreSize::of_bytes(store_bytes),
+        writable,
+        targets,
+        copyups,
+    };
+    let made = rootfs::assemble(&req, &mut views, &token)?;
+    for (p, why) in &made.skipped {
+        tracing::info!(
+            "container {id}: {} stays read-only: {why} (policy key {})",
+            p.display(),
+            keys::WRITABLE
+        );
+    }
+    if !made.idmapped && own_mapping.is_some() {
+        tracing::info!(
+            "container {id}: the image's layers could not be idmapped: its files show as nobody's inside (policy key {})",
+            keys::USERNS
+        );
+    }
+    // binds, tmpfs and namespace paths as views (rloxsc's writable paths and the tmpcopyup tmpfs,
+    // still marked as such, are left to libcontainer_spec)
+    let mut prepared = spec.clone();
+    crate::views::prepare(&mut prepared, &mut views, own_mapping, mapping)?;
+    let lc = libcontainer_spec(&prepared, &made);
+
+    let client = source.is_clients();
+    if client {
+        let target = match &source {
+            Source::Overlay { upper, .. } => rootfs::commit::Target::Overlay {
+                upper: upper.clone(),
+            },
+            _ => rootfs::commit::Target::Plain {
+                dir: rootfs_path.clone(),
+            },
+        };
+        let size = req.store;
+        let commit = rootfs::commit::Commit {
+            store: made.store.clone(),
+            rootfs: rootfs_path.clone(),
+            target,
+            translate: own_mapping.map(|m| {
+                let (_, base, len) = m.uids[0];
+                rootfs::commit::Translate { base, len }
+            }),
+            paths: made
+                .writable
+                .iter()
+                .filter_map(|w| Some((w.dest.clone(), w.store_dir.clone()?)))
+                .collect(),
+            max_entries: size.inodes + 16,
+            max_bytes: size.bytes,
+        };
+        fp.record(|l| {
+            l.commit = Some(commit);
+            l.host_view = Some(HostView {
+                rootfs: rootfs_path.clone(),
+                tag: made.tag.clone(),
+            });
+        })?;
+        let inverse = own_mapping
+            .map(|m| rootfs::inverse_of(m).namespace())
+            .transpose()?;
+        rootfs::hostview::attach(
+            &rootfs_path,
+            &made.root,
+            &made.tag,
+            &made.writable,
+            inverse.as_ref(),
+        )?;
+    }
+    Ok((lc, made, views))
+}
+
+/// Creates container `opts.id`: the phases of the module documentation. On failure nothing is left
+/// behind.
+pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>> {
+    container::validate_id(&opts.id)?;
+    let t0 = Instant::now();
+    let layout = &ctx.layout;
+    let id = opts.id.as_str();
+    if layout.container_dir(id).exists() || layout.bundle_dir(id).exists() {
+        bail!("container with id {id:?} already exists");
+    }
+    let mut input = read_input(ctx, opts)?;
+    layout.ensure()?;
+    let mut fp = Footprint::begin(layout, id)?;
+    let guard = Guard::new(layout, id, opts.deadline);
+
+    // identity
+    let plan = plan_identity(&input.caller_spec, &input.host)
+        .map_err(|r| anyhow!("refusing to create container {id:?}: {r}"))?;
+    let alloc = take_identity(ctx, id, &plan, &mut input, &mut fp)?;
+
+    // policy (pure)
+    let Hardened {
+        spec,
+        changes,
+        policy,
+        store_bytes,
+    } = harden(&input.caller_spec, id, &ctx.policy, &input.host)
+        .map_err(|r| anyhow!("refusing to create container {id:?}: {r}"))?;
+    for c in &changes {
+        tracing::info!("container {id}: {c}");
+    }
+    let mut spec = spec;
+    ctx.faults.sabotage(&mut spec);
+    let terminal = spec
+        .process()
+        .as_ref()
+        .and_then(|p| p.terminal())
+        .unwrap_or(false);
+    if let Some(cs) = &opts.console_socket {
+        crate::fsutil::refuse_foreign_symlinks(cs, "console socket")?;
+    }
+    let (own_console, console_path) = crate::tty::console_for(
+        terminal,
+        opts.console_socket.as_ref(),
+        opts.allocate_terminal,
+        &layout.root().join(format!("console-{id}.sock")),
+        "process.terminal is set but no --console-socket was given: a detached container needs --console-socket (or set process.terminal to false)",
+    )?;
+    let cgroups_path = spec.linux().as_ref().and_then(|l| l.cgroups_path().clone());
+    if let Some(cg) = &cgroups_path {
+        if let Some(why) = crate::cgroups::occupied(cg, &input.host.cgroup_v1_hierarchies) {
+            bail!(
+                "refusing to create container {id:?}: {why}; rloxsc only runs a container in a cgroup of its own, since its end kills and removes what the cgroup holds (policy key {})",
+                keys::CGROUP_PARENT
+            );
+        }
+        if let Some(why) = crate::cgroups::frozen(cg, &input.host.cgroup_v1_hierarchies) {
+            bail!(
+                "cannot create container {id:?}: container's cgroup unexpectedly frozen ({why}); thaw it first"
+            );
+        }
+    }
+    fp.record(|l| l.cgroups_path = cgroups_path.clone())?;
+    let executor = executor_for(&policy, &ctx.faults)?;
+    tracing::debug!("create {id}: hardened at {:?}", t0.elapsed());
+
+    // filesystem
+    let (mapping, own_mapping) = mappings(&plan, alloc, &spec);
+    let (lc_spec, made, views) = filesystem(
+        ctx,
+        id,
+        &input,
+        &spec,
+        store_bytes,
+        &mapping,
+        own_mapping.as_ref(),
+        &mut fp,
+    )?;
+    tracing::debug!(
+        "create {id}: filesystem ready (layers {}) at {:?}",
+        if made.idmapped {
+            "idmapped"
+        } else {
+            "not idmapped"
+        },
+        t0.elapsed()
+    );
+
+    // libcontainer
+    let record = ContainerRecord {
+        caller_bundle: input.bundle.clone(),
+        changes: changes.iter().map(|c| c.to_string()).collect(),
+        policy,
+        init: None,
+    };
+    // the private bundle holds the spec every later verb reads (host paths); libcontainer creates
+    // the container from the filesystem phase's spec, handed over in memory (libcontainer patch 0009)
+    let mut host_spec = spec;
+    crate::views::forget_mount_idmaps(&mut host_spec);
+    let private = layout.write_bundle(id, &host_spec, &record)?;
+    let capture = private.join("create-errors.log");
+    crate::logging::capture_errors_to(&capture);
+    let limit = t0 + Duration::from_secs(record.policy.create_timeout_s);
+    let (deadline, by_run_timeout) = match opts.deadline {
+        Some(d) if d < limit => (d, true),
+        _ => (limit, false),
+    };
+    let reap = opts.die_with_runtime.then(|| crate::custodian::Reap {
+        root: layout.root().to_path_buf(),
+        id: id.to_string(),
+    });
+    let owner = host_spec
+        .process()
+        .as_ref()
+        .and_then(|p| super::exec::process_owner(&host_spec, p));
+    if let Some(o) = owner {
+        super::give_stdio_to(o);
+    }
+    let mut custodian = crate::custodian::Custodian::spawn(deadline, reap)?;
+    let joins_userns = matches!(plan, IdentityPlan::Join { .. });
+    let built = builder(
+        layout,
+        id,
+        executor,
+        console_path.as_ref(),
+        opts.preserve_fds,
+    )
+    .map(|b| {
+        b.with_parent_death_signal(opts.die_with_runtime.then_some(Signal::SIGKILL))
+            // the container's user namespace belongs to its own root: the kernel then charges
+            // its per-user counts (inotify, ...) to that uid at the host level, not to host root
+            .with_user_namespace_owner(
+                alloc
+                    .filter(|_| !joins_userns)
+                    .map(|a| (a.root_uid(), a.root_uid())),
+            )
+    })
+    .and_then(|b| {
+        b.as_init(&private)
+            .with_spec(lc_spec)
+            .with_systemd(false)
+            .with_detach(opts.detach || console_path.is_some())
+            .with_oci_bundle(&input.bundle)
+            .build()
+    });
+    let fired = custodian.created();
+    let causes = crate::logging::take_captured_errors(&capture);
+    if fired {
+        drop(built);
+        return Err(anyhow::Error::new(CreateTimedOut {
+            after: deadline.saturating_duration_since(t0),
+            by_run_timeout,
+        }));
+    }
+    let container = built.map_err(|e| {
+        let msg = error_chain(&e);
+        let cause = cause_suffix(&msg, &causes);
+        anyhow!(
+            "cannot create container {id:?}: {}{}{}",
+            msg,
+            failure_key(&msg, &cause)
+                .map(|k| format!(" (policy key {k})"))
+                .unwrap_or_default(),
+            cause
+        )
+    })?;
+    tracing::debug!("create {id}: libcontainer created it at {:?}", t0.elapsed());
+
+    // completion
+    let pid = container
+        .pid()
+        .ok_or_else(|| anyhow!("container {id:?} has no init pid after create"))?;
+    complete(
+        id,
+        pid.as_raw(),
+        &host_spec,
+        &record,
+        &input.host,
+        (&made, &views),
+        terminal.then_some(owner).flatten(),
+    )?;
+    let mut record = record;
+    record.init = Some(
+        crate::bundle::ProcessIdentity::of(pid.as_raw())
+            .ok_or_else(|| anyhow!("container {id:?}: its init {pid} is gone"))?,
+    );
+    layout.rewrite_record(id, &record)?;
+    if let Some(pid_file) = &opts.pid_file {
+        write_pid_file(pid_file, pid.as_raw())?;
+    }
+    tracing::debug!("create {id}: verified at {:?}", t0.elapsed());
+    Ok(Created {
+        container,
+        console: own_console,
+        spec: host_spec,
+        record,
+        pid,
+        guard,
+        custodian,
+    })
+}
+
+/// Phase 6, completion: the store paths seeded with the image's content (charged to the
+/// container), the view directory emptied of what the container holds on its own now, what
+/// libcontainer leaves out, the terminal given to the process's user, the verification.
+fn complete(
+    id: &str,
+    pid: i32,
+    spec: &Spec,
+    record: &ContainerRecord,
+    host: &HostFacts,
+    (made, views): (&rootfs::Assembled, &crate::views::ViewDir),
+    terminal_owner: Option<(u32, u32)>,
+) -> Result<()> {
+    if made.writable.iter().any(|w| w.store_dir.is_some()) {
+        let cgroups = crate::cgroups::ProcessCgroups::of(pid)
+            .map(|cg| {
+                let mut dirs: Vec<PathBuf> = ["memory", "pids"]
+                    .iter()
+                    .filter_map(|c| cg.v1_dir(c))
+                    .collect();
+                dirs.extend(cg.v2_dir());
+                dirs
+            })
+            .unwrap_or_default();
+        crate::charged::run(&cgroups, None, || rootfs::seed(&made.root, &made.writable))
+            .with_context(|| format!("container {id:?}: cannot seed its writable paths"))?;
+    }
+    complete_init(pid, spec)?;
+    crate::netns::contain_for_policy(id, pid, spec, &record.policy)?;
+    if let Some(o) = terminal_owner {
+        super::give_terminal_to(pid, o);
+    }
+    verify_init(id, pid, spec, &record.policy, host)?;
+    // the container's mount namespace holds its own copies of the views now; the store stays (the
+    // write-back at delete, the client's writes, and `start`'s verification read it)
+    views.detach_all_but(&[&made.store]);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harden::testutil::*;
+    use oci_spec::runtime::LinuxNamespaceType;
+
+    #[test]
+    fn a_caller_without_a_user_namespace_gets_a_block() {
+        let s = careless_spec();
+        assert_eq!(plan_identity(&s, &facts()).unwrap(), IdentityPlan::Allocate);
+    }
+
+    #[test]
+    fn a_caller_with_its_own_mapping_keeps_it() {
+        let mut s = careless_spec();
+        let l = s.linux_mut().get_or_insert_with(Default::default);
+        let m = vec![oci_spec::runtime::LinuxIdMappingBuilder::default()
+            .container_id(0u32)
+            .host_id(100000u32)
+            .size(65536u32)
+            .build()
+            .unwrap()];
+        l.set_uid_mappings(Some(m.clone()));
+        l.set_gid_mappings(Some(m));
+        let mut ns = l.namespaces().clone().unwrap_or_default();
+        ns.push(
+            oci_spec::runtime::LinuxNamespaceBuilder::default()
+                .typ(LinuxNamespaceType::User)
+                .build()
+                .unwrap(),
+        );
+        l.set_namespaces(Some(ns));
+        assert_eq!(plan_identity(&s, &facts()).unwrap(), IdentityPlan::Callers);
+        let (mapping, own) = mappings(&IdentityPlan::Callers, None, &s);
+        assert!(own.is_none());
+        assert_eq!(mapping.host_uid(0), Some(100000));
+    }
+
+    fn mount(dest: &str, typ: &str, src: &str, o: &[&str]) -> Mount {
+        let mut m = Mount::default();
+        m.set_destination(dest.into());
+        m.set_typ(Some(typ.into()));
+        m.set_source(Some(src.into()));
+        m.set_options(Some(o.iter().map(|s| s.to_string()).collect()));
+        m
+    }
+
+    #[test]
+    fn the_request_names_writable_paths_targets_and_copyups() {
+        let mut s = careless_spec();
+        let mut p = s.process().clone().unwrap();
+        p.set_cwd("/work".into());
+        let mut u = p.user().clone();
+        u.set_uid(1000);
+        u.set_gid(1000);
+        p.set_user(u);
+        s.set_process(Some(p));
+        let src = crate::harden::filesystem::WRITABLE_SOURCE;
+        s.set_mounts(Some(vec![
+            mount("/proc", "proc", "proc", &[]),
+            mount("/dev", "tmpfs", "tmpfs", &["size=64k"]),
+            mount("/dev/pts", "devpts", "devpts", &[]),
+            mount("/tmp", "bind", src, &["bind", WRITABLE_MARK]),
+            mount("/work", "bind", src, &["bind", WRITABLE_MARK]),
+            mount("/tmp/vol", "bind", "/srv/vol", &["rbind"]),
+            mount("/run", "tmpfs", "tmpfs", &["size=64k", "tmpcopyup"]),
+            mount("/sbin/docker-init", "bind", "/nonexistent-file", &["bind"]),
+        ]));
+        let (w, t, c) = rootfs_request(&s);
+        assert_eq!(
+            w,
+            vec![
+                WritableRequest {
+                    dest: "/tmp".into(),
+                    create_mode: 0o1777,
+                    create_owner: (0, 0)
+                },
+                WritableRequest {
+                    dest: "/work".into(),
+                    create_mode: 0o755,
+                    create_owner: (1000, 1000)
+                },
+            ]
+        );
+        let dests: Vec<&Path> = t.iter().map(|(d, _)| d.as_path()).collect();
+        assert!(dests.contains(&Path::new("/proc")) && dests.contains(&Path::new("/dev")));
+        assert!(
+            !dests.contains(&Path::new("/dev/pts")),
+            "made inside /dev by libcontainer"
+        );
+        assert!(
+            !dests.contains(&Path::new("/tmp/vol")),
+            "made inside /tmp's writable path"
+        );
+        assert!(
+            !dests.contains(&Path::new("/work")),
+            "a writable path is made by the phase"
+        );
+        assert!(dests.contains(&Path::new("/sbin/docker-init")));
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].dest, PathBuf::from("/run"));
+    }
+
+    #[test]
+    fn libcontainer_gets_the_overlay_and_the_made_writable_paths_only() {
+        let mut s = careless_spec();
+        let src = crate::harden::filesystem::WRITABLE_SOURCE;
+        s.set_mounts(Some(vec![
+            mount(
+                "/tmp",
+                "bind",
+                src,
+                &["bind", "nosuid", "nodev", WRITABLE_MARK],
+            ),
+            mount("/var/tmp", "bind", src, &["bind", WRITABLE_MARK]),
+            mount(
+                "/run",
+                "tmpfs",
+                "tmpfs",
+                &["size=64k", "tmpcopyup", "nosuid"],
+            ),
+        ]));
+        let made = rootfs::Assembled {
+            root: "/v/1-root".into(),
+            store: "/v/2-store".into(),
+            tag: "rloxsc-x".into(),
+            idmapped: true,
+            writable: vec![rootfs::Writable {
+                dest: "/tmp".into(),
+                kind: rootfs::WritableKind::Window,
+                source: "/v/3-w0-tmp".into(),
+                store_dir: None,
+            }],
+            skipped: vec![("/var/tmp".into(), "symlink".into())],
+            copyups: vec![("/run".into(), "/v/4-c0".into())],
+        };
+        let lc = libcontainer_spec(&s, &made);
+        assert_eq!(lc.root().as_ref().unwrap().path(), Path::new("/v/1-root"));
+        let ms = lc.mounts().clone().unwrap();
+        assert_eq!(ms.len(), 2, "/var/tmp stays read-only: {ms:?}");
+        assert_eq!(ms[0].source().as_deref(), Some(Path::new("/v/3-w0-tmp")));
+        assert!(!ms[0]
+            .options()
+            .clone()
+            .unwrap()
+            .iter()
+            .any(|o| o == WRITABLE_MARK));
+        assert_eq!(ms[1].typ().as_deref(), Some("bind"));
+        assert_eq!(ms[1].source().as_deref(), Some(Path::new("/v/4-c0")));
+        assert!(!ms[1]
+            .options()
+            .clone()
+            .unwrap()
+            .iter()
+            .any(|o| o == "tmpcopyup"));
+    }
+}
