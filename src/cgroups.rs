@@ -159,6 +159,44 @@ pub fn occupied(cgroups_path: &Path, hierarchies: &[String]) -> Option<String> {
     None
 }
 
+/// Whether the container's cgroup (or, when it does not exist yet, the nearest existing cgroup above
+/// it, which a new one inherits its state from) is frozen or freezing: v1 `freezer.state`, v2
+/// `cgroup.freeze`. A process entering a frozen cgroup stops there, unkillable until it is thawed
+/// (libcontainer's intermediate process slept forever), so create refuses first, as runc does
+/// (`container's cgroup unexpectedly frozen`). Names the cgroup that is frozen.
+pub fn frozen(cgroups_path: &Path, hierarchies: &[String]) -> Option<String> {
+    frozen_under(Path::new(ROOT), cgroups_path, hierarchies)
+}
+
+fn frozen_under(root: &Path, cgroups_path: &Path, hierarchies: &[String]) -> Option<String> {
+    let rel = cgroups_path.strip_prefix("/").unwrap_or(cgroups_path);
+    let (base, file, frozen_when): (PathBuf, &str, &[&str]) =
+        if hierarchies.iter().any(|h| h == "freezer") {
+            (
+                root.join("freezer"),
+                "freezer.state",
+                &["FROZEN", "FREEZING"],
+            )
+        } else if hierarchies.is_empty() {
+            (root.to_path_buf(), "cgroup.freeze", &["1"])
+        } else {
+            return None; // v1 without a freezer hierarchy: nothing can freeze it
+        };
+    let mut dir = base.join(rel);
+    loop {
+        if dir.is_dir() {
+            let state = std::fs::read_to_string(dir.join(file)).ok()?;
+            let state = state.trim();
+            return frozen_when
+                .contains(&state)
+                .then(|| format!("{} is {state}", dir.join(file).display()));
+        }
+        if dir == base || !dir.pop() {
+            return None;
+        }
+    }
+}
+
 /// Reads `key N` from a flat-keyed cgroup file (`memory.events`, `pids.events`, `memory.oom_control`).
 pub fn read_key(path: &Path, key: &str) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.lines().find_map(|l| {
@@ -251,6 +289,33 @@ pub fn deny_v1_default_devices(pid: i32) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frozen_cgroup_or_frozen_parent_is_found() {
+        let root = std::env::temp_dir().join(format!("rloxsc-frozen-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let v1 = vec!["freezer".to_string(), "pids".to_string()];
+        let ct = root.join("freezer/pod/ct");
+        std::fs::create_dir_all(&ct).unwrap();
+        std::fs::write(root.join("freezer/pod/freezer.state"), "THAWED\n").unwrap();
+        std::fs::write(ct.join("freezer.state"), "THAWED\n").unwrap();
+        assert_eq!(frozen_under(&root, Path::new("/pod/ct"), &v1), None);
+        std::fs::write(ct.join("freezer.state"), "FROZEN\n").unwrap();
+        let why = frozen_under(&root, Path::new("/pod/ct"), &v1).unwrap();
+        assert!(why.contains("pod/ct/freezer.state is FROZEN"), "{why}");
+        // not made yet: the parent it would inherit from decides
+        assert_eq!(frozen_under(&root, Path::new("/pod/new"), &v1), None);
+        std::fs::write(root.join("freezer/pod/freezer.state"), "FREEZING\n").unwrap();
+        assert!(frozen_under(&root, Path::new("/pod/new"), &v1).is_some());
+        // v2
+        let v2ct = root.join("v2/a/b");
+        std::fs::create_dir_all(&v2ct).unwrap();
+        std::fs::write(v2ct.join("cgroup.freeze"), "1\n").unwrap();
+        assert!(frozen_under(&root.join("v2"), Path::new("/a/b"), &[]).is_some());
+        std::fs::write(v2ct.join("cgroup.freeze"), "0\n").unwrap();
+        assert_eq!(frozen_under(&root.join("v2"), Path::new("/a/b"), &[]), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn hybrid_and_pure_v2() {

@@ -100,6 +100,9 @@ pub enum Command {
         /// Write the run's record (exit, status, times, peak memory, OOM, pids limit) as JSON here.
         #[arg(long)]
         record: Option<PathBuf>,
+        /// Do not delete the container after it exits (`delete` removes it).
+        #[arg(long)]
+        keep: bool,
     },
     /// Print a container's state as JSON.
     State {
@@ -271,14 +274,14 @@ pub struct UpdateArgs {
     /// Resources as JSON from a file, or `-` for stdin.
     #[arg(short = 'r', long)]
     pub resources: Option<String>,
-    /// Memory limit (bytes, or with k/m/g suffix).
-    #[arg(short = 'm', long, value_parser = parse_bytes)]
+    /// Memory limit (bytes, or with k/m/g suffix; -1: unlimited, clamped to the policy's ceiling).
+    #[arg(short = 'm', long, value_parser = parse_bytes, allow_hyphen_values = true)]
     pub memory: Option<i64>,
-    /// Memory+swap limit.
-    #[arg(long = "memory-swap", value_parser = parse_bytes)]
+    /// Memory+swap limit (-1: unlimited; never above the memory limit).
+    #[arg(long = "memory-swap", value_parser = parse_bytes, allow_hyphen_values = true)]
     pub memory_swap: Option<i64>,
-    /// Memory reservation.
-    #[arg(long = "memory-reservation", value_parser = parse_bytes)]
+    /// Memory reservation (-1: none).
+    #[arg(long = "memory-reservation", value_parser = parse_bytes, allow_hyphen_values = true)]
     pub memory_reservation: Option<i64>,
     /// Accepted and ignored (kernel memory limits are obsolete).
     #[arg(long = "kernel-memory", hide = true)]
@@ -298,6 +301,12 @@ pub struct UpdateArgs {
     /// CPU shares.
     #[arg(long = "cpu-share", alias = "cpu-shares")]
     pub cpu_shares: Option<u64>,
+    /// CPU realtime period (cgroup v1).
+    #[arg(long = "cpu-rt-period")]
+    pub cpu_rt_period: Option<u64>,
+    /// CPU realtime runtime (cgroup v1).
+    #[arg(long = "cpu-rt-runtime", allow_hyphen_values = true)]
+    pub cpu_rt_runtime: Option<i64>,
     /// cpuset cpus.
     #[arg(long = "cpuset-cpus")]
     pub cpuset_cpus: Option<String>,
@@ -390,8 +399,143 @@ pub fn version_text() -> String {
     )
 }
 
+/// Global flags that take a value (so the word after them is not the verb).
+const GLOBAL_FLAGS_WITH_VALUE: &[&str] = &["--root", "--log", "--log-format", "--policy", "--criu"];
+
+/// What `-h`/`--help` asks for, when it comes right after the global flags (`rloxsc -h`) or right
+/// after the verb (`rloxsc delete -h`), and `rloxsc help [VERB]`: `Some(None)` for the whole program,
+/// `Some(Some(verb))` for one verb. Help asked for anywhere else is clap's.
+fn help_request(args: &[String]) -> Option<Option<String>> {
+    let is_help = |a: &str| a == "-h" || a == "--help";
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if is_help(a) {
+            return Some(None);
+        }
+        if GLOBAL_FLAGS_WITH_VALUE.contains(&a) {
+            i += 2;
+            continue;
+        }
+        if a.starts_with('-') {
+            i += 1;
+            continue;
+        }
+        let next = args.get(i + 1).map(String::as_str);
+        if a == "help" {
+            return Some(next.map(str::to_string));
+        }
+        return next.filter(|n| is_help(n)).map(|_| Some(a.to_string()));
+    }
+    None
+}
+
+/// runc's help text (urfave/cli's layout: `NAME:`, `USAGE:`, `COMMANDS:` / `OPTIONS:`), made from the
+/// same clap definitions that parse the command line; `Err` for a verb that does not exist, worded as
+/// runc words it.
+fn help_text(verb: Option<&str>) -> std::result::Result<String, String> {
+    use clap::CommandFactory;
+    use std::fmt::Write as _;
+    let app = Cli::command();
+    let name = app.get_name().to_string();
+    let mut out = String::new();
+    let options = |out: &mut String, cmd: &clap::Command, title: &str| {
+        let rows: Vec<(String, String)> = cmd
+            .get_arguments()
+            .filter(|a| !a.is_positional() && !a.is_hide_set())
+            .filter_map(|a| {
+                let long = a.get_long()?;
+                let mut flag = format!("--{long}");
+                if let Some(sh) = a.get_short() {
+                    let _ = write!(flag, ", -{sh}");
+                }
+                if a.get_action().takes_values() {
+                    flag.push_str(" value");
+                }
+                Some((
+                    flag,
+                    a.get_help().map(|h| h.to_string()).unwrap_or_default(),
+                ))
+            })
+            .collect();
+        if rows.is_empty() {
+            return;
+        }
+        let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+        let _ = writeln!(out, "\n{title}:");
+        for (f, h) in rows {
+            let _ = writeln!(out, "   {f:width$}  {h}");
+        }
+    };
+    match verb {
+        None => {
+            let about = "Open Container Initiative runtime, hardened (called exactly like runc)";
+            let _ = writeln!(out, "NAME:\n   {name} - {about}\n");
+            let _ = writeln!(
+                out,
+                "USAGE:\n   {name} [global options] command [command options] [arguments...]\n"
+            );
+            let _ = writeln!(
+                out,
+                "VERSION:\n   {}\n",
+                version_text().replace('\n', "\n   ")
+            );
+            let _ = writeln!(out, "COMMANDS:");
+            let cmds: Vec<&clap::Command> = app.get_subcommands().collect();
+            let width = cmds.iter().map(|c| c.get_name().len()).max().unwrap_or(0);
+            for c in cmds {
+                let about = c.get_about().map(|a| a.to_string()).unwrap_or_default();
+                let _ = writeln!(out, "   {:width$}  {about}", c.get_name());
+            }
+            let _ = writeln!(
+                out,
+                "   {:width$}  Shows a list of commands or help for one command",
+                "help"
+            );
+            options(&mut out, &app, "GLOBAL OPTIONS");
+        }
+        Some(v) => {
+            let Some(cmd) = app.find_subcommand(v) else {
+                return Err(format!("No help topic for '{v}'"));
+            };
+            let about = cmd.get_about().map(|a| a.to_string()).unwrap_or_default();
+            let _ = writeln!(out, "NAME:\n   {name} {v} - {about}\n");
+            let positional: Vec<String> = cmd
+                .get_arguments()
+                .filter(|a| a.is_positional())
+                .map(|a| match a.get_id().as_str() {
+                    "id" => "<container-id>".to_string(),
+                    other => format!("[{other}...]"),
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "USAGE:\n   {name} {v} [command options] {}",
+                positional.join(" ")
+            );
+            options(&mut out, cmd, "OPTIONS");
+        }
+    }
+    Ok(out)
+}
+
 /// Parses the command line, runs the verb and returns the process exit status.
 pub fn main() -> i32 {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(verb) = help_request(&args) {
+        // SAFETY: single-threaded at this point; restores the default disposition of one signal
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        return match help_text(verb.as_deref()) {
+            Ok(text) => {
+                print!("{text}");
+                0
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                3
+            }
+        };
+    }
     let cli = Cli::parse();
     let traits = cli.command.as_ref().map(Command::traits);
     // Rust ignores SIGPIPE, so `println!` panics when the reader has gone (`rloxsc list -q | grep -q`):
@@ -414,20 +558,27 @@ pub fn main() -> i32 {
     // every verb that puts a clone of this process into a container: `exec` too, whose tenant process
     // joins the container's pid namespace, and whose `#!/proc/self/exe` payload would otherwise run
     // (and let the container reopen for writing) the unsealed binary (CVE-2019-5736)
+    // runc's `exec` fails with 255, so that callers can tell its own failures from the exit status of
+    // the process it ran (`exec ID false` exits 1)
+    let failed = if matches!(cli.command, Some(Command::Exec(_))) {
+        255
+    } else {
+        1
+    };
     if traits.is_some_and(|t| t.starts_container_processes) {
         if let Err(e) = crate::exeseal::ensure_sealed(&cli.root.join("empty")) {
             logger.error(&format!(
                 "refusing to create container processes: {e:#} (policy key {})",
                 keys::EXE_SEAL
             ));
-            return 1;
+            return failed;
         }
     }
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
             logger.error(&format!("{e:#}"));
-            1
+            failed
         }
     }
 }
@@ -476,6 +627,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             detach,
             timeout,
             record,
+            keep,
         } => {
             let extra = commands::run::RunOptions {
                 timeout: timeout
@@ -483,6 +635,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                     .map(commands::run::parse_duration)
                     .transpose()?,
                 record,
+                keep,
             };
             return commands::run::run(&ctx, create_options(&create, detach)?, extra);
         }
@@ -540,6 +693,8 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 cpu_quota: a.cpu_quota,
                 cpu_period: a.cpu_period,
                 cpu_shares: a.cpu_shares,
+                cpu_rt_period: a.cpu_rt_period,
+                cpu_rt_runtime: a.cpu_rt_runtime,
                 cpuset_cpus: a.cpuset_cpus,
                 cpuset_mems: a.cpuset_mems,
             };
@@ -648,6 +803,70 @@ mod tests {
         let c = Cli::try_parse_from(["rloxsc", "--rootless", "false", "state", "x"]).unwrap();
         assert_eq!(c.rootless.as_deref(), Some("false"));
         Cli::try_parse_from(["rloxsc", "spec", "--bundle", "/b"]).unwrap();
+    }
+
+    #[test]
+    fn help_is_in_runcs_layout_for_the_program_every_verb_and_an_unknown_verb() {
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(help_request(&a(&["-h"])), Some(None));
+        assert_eq!(help_request(&a(&["--root", "/r", "--help"])), Some(None));
+        assert_eq!(
+            help_request(&a(&["delete", "-h"])),
+            Some(Some("delete".into()))
+        );
+        assert_eq!(
+            help_request(&a(&["--log", "-h", "delete", "-h"])),
+            Some(Some("delete".into()))
+        );
+        assert_eq!(
+            help_request(&a(&["help", "exec"])),
+            Some(Some("exec".into()))
+        );
+        assert_eq!(help_request(&a(&["exec", "id", "sh", "-h"])), None);
+        assert_eq!(help_request(&a(&["state", "id"])), None);
+        let top = help_text(None).unwrap();
+        let lines: Vec<&str> = top.lines().collect();
+        assert_eq!(lines[0], "NAME:");
+        assert!(
+            lines[1].starts_with("   rloxsc - Open Container Initiative runtime"),
+            "{top}"
+        );
+        assert!(
+            top.contains("\nCOMMANDS:\n") && top.contains("\nGLOBAL OPTIONS:\n"),
+            "{top}"
+        );
+        for v in [
+            "checkpoint",
+            "create",
+            "delete",
+            "events",
+            "exec",
+            "kill",
+            "list",
+            "pause",
+            "ps",
+            "restore",
+            "resume",
+            "run",
+            "spec",
+            "start",
+            "state",
+            "update",
+        ] {
+            let h = help_text(Some(v)).unwrap();
+            let lines: Vec<&str> = h.lines().collect();
+            assert_eq!(lines[0], "NAME:", "{v}: {h}");
+            assert!(
+                lines[1].starts_with(&format!("   rloxsc {v} - ")),
+                "{v}: {h}"
+            );
+            assert!(h.contains("\nUSAGE:\n"), "{v}: {h}");
+        }
+        assert!(help_text(Some("delete")).unwrap().contains("--force, -f"));
+        assert_eq!(
+            help_text(Some("foo")).unwrap_err(),
+            "No help topic for 'foo'"
+        );
     }
 
     #[test]

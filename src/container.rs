@@ -54,7 +54,8 @@ pub fn parse_signal(s: &str) -> Result<i32> {
     let up = s.trim().to_ascii_uppercase();
     let name = up.strip_prefix("SIG").unwrap_or(&up);
     if let Ok(n) = name.parse::<i32>() {
-        if (1..=64).contains(&n) {
+        // 0 checks that the process exists and may be signalled (`kill ID 0`, a liveness probe)
+        if (0..=64).contains(&n) {
             return Ok(n);
         }
         bail!("invalid signal {s:?}");
@@ -141,7 +142,7 @@ mod tests {
         assert_eq!(parse_signal("RTMIN+1").unwrap(), libc::SIGRTMIN() + 1);
         assert_eq!(parse_signal("40").unwrap(), 40);
         assert!(parse_signal("NOPE").is_err());
-        assert!(parse_signal("0").is_err());
+        assert_eq!(parse_signal("0").unwrap(), 0);
         assert!(parse_signal("65").is_err());
     }
 }

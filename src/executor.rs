@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use libcontainer::oci_spec::runtime::{LinuxSeccomp, Spec};
+use libcontainer::oci_spec::runtime::Spec;
 use libcontainer::workload::{
     Executor, ExecutorError, ExecutorSetEnvsError, ExecutorValidationError,
 };
@@ -31,7 +31,6 @@ pub struct ExecutorFaults {
 pub struct HardenedExecutor {
     filter: Arc<CompiledFilter>,
     faults: ExecutorFaults,
-    caller_seccomp: Option<Arc<LinuxSeccomp>>,
 }
 
 impl HardenedExecutor {
@@ -40,15 +39,7 @@ impl HardenedExecutor {
         HardenedExecutor {
             filter: Arc::new(filter),
             faults,
-            caller_seccomp: None,
         }
-    }
-
-    /// Also installs the caller's own profile (before rloxsc's) in every process this executor starts.
-    /// Used for `exec`: libcontainer's tenant path drops the spec's seccomp, the init path applies it.
-    pub fn with_caller_seccomp(mut self, profile: Option<LinuxSeccomp>) -> Self {
-        self.caller_seccomp = profile.map(Arc::new);
-        self
     }
 }
 
@@ -134,21 +125,6 @@ impl Executor for HardenedExecutor {
         }
         if self.faults.skip_seccomp {
             return Ok(());
-        }
-        if let Some(profile) = &self.caller_seccomp {
-            match libcontainer::seccomp::initialize_seccomp(profile) {
-                Ok(None) => {}
-                Ok(Some(_)) => {
-                    return Err(ExecutorSetEnvsError::Other(
-                        "the container's seccomp profile uses SCMP_ACT_NOTIFY, which rloxsc exec does not support (policy key seccomp.profile)".into(),
-                    ))
-                }
-                Err(e) => {
-                    return Err(ExecutorSetEnvsError::Other(format!(
-                        "loading the container's own seccomp profile failed: {e} (policy key seccomp.profile)"
-                    )))
-                }
-            }
         }
         install_and_verify(&self.filter)
             .map_err(|e| ExecutorSetEnvsError::Other(format!("{e:#} (policy key seccomp.profile)")))

@@ -836,6 +836,7 @@ pub fn check_mounts(
         }
     }
     out.extend(check_binds_and_writable(&mounts, spec));
+    out.extend(check_requested_readonly(&mounts, spec));
     for p in ["/proc/sys", "/proc/sysrq-trigger"] {
         if let Some(m) = top(p) {
             if !ro(&m.1) {
@@ -862,6 +863,40 @@ pub fn check_mounts(
                 keys::MASKED_PATHS,
                 format!("{p} is not masked inside the container"),
             ));
+        }
+    }
+    out
+}
+
+/// Every mount the spec asks for read-only (its options end on `ro` rather than `rw`) is read-only at
+/// its destination: libcontainer mounted a read-only `/dev` read-write and never remounted it.
+fn check_requested_readonly(mounts: &[MountLine], spec: &Spec) -> Vec<Failure> {
+    let mut out = Vec::new();
+    for m in spec.mounts().iter().flatten() {
+        let wants_ro = m
+            .options()
+            .iter()
+            .flatten()
+            .rfind(|o| *o == "ro" || *o == "rw")
+            .is_some_and(|o| o == "ro");
+        if !wants_ro {
+            continue;
+        }
+        let dest = m.destination().to_string_lossy();
+        let dest = match dest.trim_end_matches('/') {
+            "" => "/",
+            d => d,
+        };
+        if let Some(top) = mounts.iter().rev().find(|l| l.point == dest) {
+            if !top.opts.iter().any(|o| o == "ro") {
+                out.push(fail(
+                    keys::READONLY_PATHS,
+                    format!(
+                        "{dest} ({}) is writable inside the container, but its mount asks for ro",
+                        top.fstype
+                    ),
+                ));
+            }
         }
     }
     out
@@ -1182,6 +1217,30 @@ mod tests {
             keys::MASKED_PATHS
         );
         assert!(check_mounts(&mounts(good), &mspec, &none()).is_empty());
+    }
+
+    #[test]
+    fn a_mount_asked_for_read_only_must_be_read_only() {
+        let good = "1 0 0:1 / / ro,relatime - overlay overlay rw\n2 1 0:2 / /sys ro - sysfs sysfs ro\n4 1 0:4 / /proc/sys ro - proc proc rw\n5 1 0:4 / /proc/sysrq-trigger ro - proc proc rw\n";
+        let mut spec = Spec::default();
+        spec.set_mounts(Some(vec![oci_spec::runtime::MountBuilder::default()
+            .destination("/dev")
+            .typ("tmpfs")
+            .source("tmpfs")
+            .options(vec![
+                "nosuid".to_string(),
+                "size=65536k".to_string(),
+                "ro".to_string(),
+            ])
+            .build()
+            .unwrap()]));
+        let ro_dev = format!("{good}6 1 0:7 / /dev ro,nosuid - tmpfs tmpfs ro,size=65536k\n");
+        assert!(check_mounts(&mounts(&ro_dev), &spec, &none()).is_empty());
+        let rw_dev = format!("{good}6 1 0:7 / /dev rw,nosuid - tmpfs tmpfs rw,size=65536k\n");
+        let f = check_mounts(&mounts(&rw_dev), &spec, &none());
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].key, keys::READONLY_PATHS);
+        assert!(f[0].what.contains("/dev"), "{f:?}");
     }
 
     fn rl(nofile: (u64, u64), core: (u64, u64), rt: (u64, u64)) -> RlimitFacts {

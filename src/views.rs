@@ -381,6 +381,16 @@ fn bind_view(
     Ok(())
 }
 
+/// The source name a caller's own tmpfs is made with: the caller's, as runc shows it in
+/// `/proc/mounts` (`tmpfs /mnt tmpfs ro,...`), unless it would pass for one of rloxsc's own mount
+/// names (`rloxsc-...`); `tmpfs` when it gives none.
+fn tmpfs_source(caller: Option<&Path>) -> String {
+    caller
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty() && !s.starts_with("rloxsc-") && !s.contains(','))
+        .unwrap_or_else(|| "tmpfs".to_string())
+}
+
 /// A tmpfs made from outside (so that it belongs to the host's user namespace and a client that
 /// writes into the container as host root, `podman cp`, can), its root the container root's.
 fn tmpfs_view(
@@ -393,7 +403,8 @@ fn tmpfs_view(
         // no user namespace: libcontainer makes it
         return Ok(());
     }
-    let (data, attrs, flags) = tmpfs_options(opts, mapping);
+    let (mut data, attrs, flags) = tmpfs_options(opts, mapping);
+    data.push(("source".into(), tmpfs_source(m.source().as_deref())));
     let fs = mountapi::tmpfs(&data, attrs)
         .with_context(|| format!("cannot make the tmpfs for {}", m.destination().display()))?;
     let name = m
@@ -413,6 +424,15 @@ fn tmpfs_view(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_callers_tmpfs_keeps_its_source_name() {
+        assert_eq!(tmpfs_source(Some(Path::new("tmpfs"))), "tmpfs");
+        assert_eq!(tmpfs_source(Some(Path::new("shm"))), "shm");
+        assert_eq!(tmpfs_source(None), "tmpfs");
+        // never one of rloxsc's own names
+        assert_eq!(tmpfs_source(Some(Path::new("rloxsc-abc-store"))), "tmpfs");
+    }
 
     #[test]
     fn a_tmpfs_root_is_the_containers_root_and_its_ids_are_mapped() {

@@ -330,6 +330,8 @@ fn spec_writes_a_hardened_config_and_refuses_to_overwrite() {
     let v: Value = serde_json::from_slice(&data).expect("config.json is JSON");
     assert_eq!(v["process"]["noNewPrivileges"], true, "{v}");
     assert_eq!(v["root"]["readonly"], true, "{v}");
+    // runc's default, which callers (runc's own suite: `spec`, then `run --console-socket`) rely on
+    assert_eq!(v["process"]["terminal"], true, "{v}");
 
     let again = env.rloxsc(&["spec", "--bundle", b.to_str().unwrap()]);
     assert_error(&again, &["exists"]);

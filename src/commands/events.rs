@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 use libcgroups::common::CgroupManager;
-use serde_json::json;
 
 use super::Context;
 use crate::container;
@@ -47,9 +46,22 @@ fn oom_counter(ctx: &Context, id: &str) -> Option<(PathBuf, &'static str)> {
     v2.exists().then_some((v2, "oom_kill"))
 }
 
-fn emit(v: serde_json::Value) -> Result<()> {
+/// One event in runc's envelope, its keys in runc's order (`type`, `id`, `data`; no `data` for an
+/// OOM event), which clients that match the line as text depend on: a `serde_json::Value` object
+/// would print them sorted.
+#[derive(Debug, serde::Serialize)]
+struct Event<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<serde_json::Value>,
+}
+
+fn emit(e: &Event) -> Result<()> {
+    let line = serde_json::to_string(e)?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{v}")?;
+    writeln!(out, "{line}")?;
     out.flush()?;
     Ok(())
 }
@@ -61,14 +73,18 @@ pub fn events(ctx: &Context, id: &str, stats_only: bool, interval: Duration) -> 
         return Err(anyhow!("container {id:?}: container not running"));
     }
     let manager = container::cgroup_manager(&ctx.layout, id)?;
-    let stats = |m: &libcgroups::common::AnyCgroupManager| -> Result<serde_json::Value> {
+    let stats = |m: &libcgroups::common::AnyCgroupManager| -> Result<Event> {
         let s = m
             .stats()
             .map_err(|e| anyhow!("cannot read the stats of container {id:?}: {e}"))?;
-        Ok(json!({"type": "stats", "id": id, "data": s}))
+        Ok(Event {
+            kind: "stats",
+            id,
+            data: Some(serde_json::to_value(s)?),
+        })
     };
     if stats_only {
-        return emit(stats(&manager)?);
+        return emit(&stats(&manager)?);
     }
     let oom = oom_counter(ctx, id);
     let mut last_oom = oom
@@ -82,7 +98,11 @@ pub fn events(ctx: &Context, id: &str, stats_only: bool, interval: Duration) -> 
             if let Some(n) = crate::cgroups::read_key(p, k) {
                 if n > last_oom {
                     last_oom = n;
-                    emit(json!({"type": "oom", "id": id}))?;
+                    emit(&Event {
+                        kind: "oom",
+                        id,
+                        data: None,
+                    })?;
                 }
             }
         }
@@ -92,7 +112,7 @@ pub fn events(ctx: &Context, id: &str, stats_only: bool, interval: Duration) -> 
         }
         if Instant::now() >= next_stats {
             if let Ok(v) = stats(&manager) {
-                emit(v)?;
+                emit(&v)?;
             }
             next_stats = Instant::now() + interval;
         }
@@ -103,6 +123,28 @@ pub fn events(ctx: &Context, id: &str, stats_only: bool, interval: Duration) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_keep_runcs_key_order() {
+        let e = Event {
+            kind: "stats",
+            id: "c",
+            data: Some(serde_json::json!({"cpu": 1})),
+        };
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"type":"stats","id":"c","data":{"cpu":1}}"#
+        );
+        let e = Event {
+            kind: "oom",
+            id: "c",
+            data: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"type":"oom","id":"c"}"#
+        );
+    }
 
     #[test]
     fn intervals() {

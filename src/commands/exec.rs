@@ -75,7 +75,7 @@ pub fn exec_process(
         Some(p) => {
             let data = std::fs::read(p)
                 .with_context(|| format!("cannot read process file {}", p.display()))?;
-            serde_json::from_slice::<Process>(&data)
+            parse_process_file(&data)
                 .map_err(|e| anyhow!("{} is not a valid OCI process: {e}", p.display()))?
         }
         None => {
@@ -180,12 +180,23 @@ pub fn exec_process(
     Ok((process, changes.0.iter().map(|c| c.to_string()).collect()))
 }
 
+/// Parses an exec `--process` file. As under runc, a process without `user` runs as uid 0, gid 0
+/// (of the container's user namespace; Go fills an absent struct with zeros).
+fn parse_process_file(data: &[u8]) -> std::result::Result<Process, serde_json::Error> {
+    let mut v: serde_json::Value = serde_json::from_slice(data)?;
+    if let Some(o) = v.as_object_mut() {
+        o.entry("user")
+            .or_insert_with(|| serde_json::json!({"uid": 0, "gid": 0}));
+    }
+    serde_json::from_value(v)
+}
+
 fn validate_sub_cgroup(s: &str) -> Result<()> {
     if s.is_empty()
         || s.starts_with('/')
         || s.split('/').any(|c| c == ".." || c == "." || c.is_empty())
     {
-        bail!("--cgroup {s:?} refused: only a relative sub-cgroup of the container's own cgroup is allowed");
+        bail!("--cgroup refused: {s} is not a sub cgroup path (only a relative sub-cgroup of the container's own cgroup is allowed)");
     }
     Ok(())
 }
@@ -194,7 +205,15 @@ fn validate_sub_cgroup(s: &str) -> Result<()> {
 pub fn exec(ctx: &Context, opts: &ExecOptions) -> Result<i32> {
     let c = container::load(&ctx.layout, &opts.id)?;
     let paused = c.status() == libcontainer::container::ContainerStatus::Paused;
-    if !(c.can_exec() || opts.ignore_paused && paused) {
+    // as runc: a created container (its init waiting for `start`) takes exec'd processes too
+    let created = c.status() == libcontainer::container::ContainerStatus::Created;
+    if paused && !opts.ignore_paused {
+        bail!(
+            "cannot exec in container {:?}: cannot exec in a paused container (pass --ignore-paused to exec into it anyway)",
+            opts.id
+        );
+    }
+    if !(c.can_exec() || created || opts.ignore_paused && paused) {
         bail!(
             "cannot exec in container {:?}: it is {}",
             opts.id,
@@ -373,6 +392,16 @@ mod tests {
         assert_eq!(env.iter().filter(|e| e.starts_with("PATH=")).count(), 1);
         assert_eq!(p.cwd(), Path::new("/tmp"));
         assert_eq!((p.user().uid(), p.user().gid()), (1000, 1001));
+    }
+
+    #[test]
+    fn a_process_file_without_user_runs_as_uid_0() {
+        let p = parse_process_file(br#"{"args":["id"],"cwd":"/","env":["PATH=/bin"]}"#).unwrap();
+        assert_eq!((p.user().uid(), p.user().gid()), (0, 0));
+        let p =
+            parse_process_file(br#"{"args":["id"],"cwd":"/","user":{"uid":7,"gid":8}}"#).unwrap();
+        assert_eq!((p.user().uid(), p.user().gid()), (7, 8));
+        assert!(parse_process_file(b"[1]").is_err());
     }
 
     #[test]

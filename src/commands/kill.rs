@@ -32,23 +32,12 @@ pub fn kill(ctx: &Context, id: &str, signal: &str, all: bool) -> Result<()> {
             }
         }),
         Err(_) => {
-            // real-time signals: libcontainer's Signal type cannot carry them
-            let pid = c
-                .pid()
-                .ok_or_else(|| anyhow!("container {id:?}: container not running"))?;
-            if c.status() == ContainerStatus::Stopped {
-                bail!("container {id:?}: container not running");
-            }
-            let pids = if all {
-                cgroup_pids(pid.as_raw())
-            } else {
-                vec![pid.as_raw()]
-            };
-            for p in pids {
+            // signal 0 (a liveness probe) and real-time signals, which libcontainer's Signal type
+            // cannot carry: every process the container's cgroup still holds (none, once a stopped
+            // container's processes are gone: `kill --all ID 0` then succeeds, as under runc)
+            for p in container::pids(&ctx.layout, id).unwrap_or_default() {
                 // SAFETY: plain kill(2) with a validated signal number.
-                if unsafe { libc::kill(Pid::from_raw(p).as_raw(), sig) } != 0 && p == pid.as_raw() {
-                    bail!("container {id:?}: no such process");
-                }
+                unsafe { libc::kill(Pid::from_raw(p).as_raw(), sig) };
             }
             Ok(())
         }
@@ -106,13 +95,4 @@ fn signal_init(
             .map(|m| m.freeze(libcgroups::common::FreezerState::Thawed));
     }
     Ok(())
-}
-
-/// Pids in the same pids cgroup as `pid` (v1 or v2).
-fn cgroup_pids(pid: i32) -> Vec<i32> {
-    crate::cgroups::ProcessCgroups::of(pid)
-        .and_then(|c| c.procs_dir())
-        .map(|d| crate::cgroups::procs_in(&d))
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| vec![pid])
 }

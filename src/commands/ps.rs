@@ -1,5 +1,6 @@
 //! `ps`: the processes of a container, as runc prints them (`--format json`: a JSON array of pids, which
-//! `docker top` reads; `table`: the host's `ps` output filtered to the container's processes).
+//! `docker top` reads; `table`: the host's `ps` output filtered to the container's processes). A stopped
+//! container has no processes: runc prints the header alone (or `[]`) and succeeds, and so does rloxsc.
 
 use anyhow::{anyhow, bail, Result};
 
@@ -18,18 +19,15 @@ pub enum PsFormat {
 /// Prints the processes of container `id`; `ps_args` are passed to the host's `ps` (default `-ef`).
 pub fn ps(ctx: &Context, id: &str, format: PsFormat, ps_args: &[String]) -> Result<()> {
     let c = container::load(&ctx.layout, id)?;
-    if c.status() == libcontainer::container::ContainerStatus::Stopped {
-        bail!("container {id:?}: container not running");
-    }
-    let pids = container::pids(&ctx.layout, id)?;
+    let pids = if c.status() == libcontainer::container::ContainerStatus::Stopped {
+        Vec::new()
+    } else {
+        container::pids(&ctx.layout, id)?
+    };
     match format {
         PsFormat::Json => println!("{}", serde_json::to_string(&pids)?),
         PsFormat::Table => {
-            let args: Vec<String> = if ps_args.is_empty() {
-                vec!["-ef".into()]
-            } else {
-                ps_args.to_vec()
-            };
+            let args = ps_argv(ps_args, &pids);
             let out = std::process::Command::new("ps")
                 .args(&args)
                 .output()
@@ -61,4 +59,35 @@ pub fn ps(ctx: &Context, id: &str, format: PsFormat, ps_args: &[String]) -> Resu
         }
     }
     Ok(())
+}
+
+/// The host `ps` argv for `ps_args` (runc's default `-ef`), with the container's pids selected
+/// explicitly: the container's processes run as its own block of host ids (`userns.mode`), never as
+/// root, and a BSD-style option such as `x` restricts procps to the caller's own processes, which
+/// would hide every one of them (`ps ID -e -x` printed no rows).
+fn ps_argv(ps_args: &[String], pids: &[i32]) -> Vec<String> {
+    let mut args: Vec<String> = if ps_args.is_empty() {
+        vec!["-ef".into()]
+    } else {
+        ps_args.to_vec()
+    };
+    if !pids.is_empty() {
+        let list: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
+        args.push("-p".into());
+        args.push(list.join(","));
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_containers_pids_are_always_selected() {
+        assert_eq!(ps_argv(&[], &[]), ["-ef"]);
+        assert_eq!(ps_argv(&[], &[7, 9]), ["-ef", "-p", "7,9"]);
+        let a = ["-e".to_string(), "-x".to_string()];
+        assert_eq!(ps_argv(&a, &[7]), ["-e", "-x", "-p", "7"]);
+    }
 }

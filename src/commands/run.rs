@@ -1,6 +1,6 @@
 //! `run`: create, start and (unless `--detach`) wait for the container in one process, forwarding
 //! signals to it; the exit status is the container's (128+N when a signal ended it). The container is
-//! deleted when it ends. `--timeout` kills every process of the container when the wall time is up
+//! deleted when it ends, unless `--keep` asks to keep it (stopped, for `state`, until `delete`). `--timeout` kills every process of the container when the wall time is up
 //! (exit status 124); `--record FILE` writes the run's record (see [`crate::record`]).
 
 use std::path::PathBuf;
@@ -28,6 +28,8 @@ pub struct RunOptions {
     pub timeout: Option<Duration>,
     /// Write the run's record here.
     pub record: Option<PathBuf>,
+    /// Keep the stopped container (runc's `--keep`): `delete` removes it.
+    pub keep: bool,
 }
 
 /// Runs the container described by `opts`; returns the exit status `rloxsc run` should exit with.
@@ -36,6 +38,9 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
     let id = opts.id.clone();
     if opts.detach && (extra.timeout.is_some() || extra.record.is_some()) {
         bail!("--timeout and --record need a foreground run (not --detach)");
+    }
+    if opts.detach && extra.keep {
+        bail!("--detach and --keep cannot both be given");
     }
     let t0 = Instant::now();
     // a foreground run owns its container: if rloxsc is killed, its container dies with it
@@ -113,7 +118,9 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
     }
     // the cleanup (the write-back of the store included) is bounded by --timeout too, plus a second
     let bound = extra.timeout.map(|t| t0 + t + Duration::from_secs(1));
-    if let Err(e) = super::delete::delete_until(ctx, &id, true, bound) {
+    if extra.keep {
+        tracing::debug!("run {id}: kept (--keep)");
+    } else if let Err(e) = super::delete::delete_until(ctx, &id, true, bound) {
         tracing::warn!("container {id}: cleanup after run failed: {e:#}");
     }
     custodian.finish();

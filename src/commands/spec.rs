@@ -8,13 +8,14 @@ use oci_spec::runtime::Spec;
 use super::Context;
 use crate::harden::{harden, HostFacts};
 
-/// A starting spec like runc's `spec`: busybox-style `sh`, no terminal (rloxsc `run` needs a console
-/// socket for a terminal).
+/// A starting spec like runc's `spec`: busybox-style `sh` on a terminal, as runc writes it (callers
+/// such as runc's own test suite pass `--console-socket` to it; a foreground `run` without one gets
+/// its terminal from rloxsc).
 fn base_spec() -> Spec {
     let mut spec = Spec::default();
     spec.set_version("1.0.2".into());
     if let Some(p) = spec.process_mut() {
-        p.set_terminal(Some(false));
+        p.set_terminal(Some(true));
         p.set_args(Some(vec!["sh".into()]));
     }
     if let Some(root) = spec.root_mut() {

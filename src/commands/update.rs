@@ -31,6 +31,10 @@ pub struct UpdateFlags {
     pub cpu_period: Option<u64>,
     /// CPU shares.
     pub cpu_shares: Option<u64>,
+    /// CPU realtime period.
+    pub cpu_rt_period: Option<u64>,
+    /// CPU realtime runtime.
+    pub cpu_rt_runtime: Option<i64>,
     /// cpuset cpus.
     pub cpuset_cpus: Option<String>,
     /// cpuset mems.
@@ -75,6 +79,8 @@ pub fn apply_flags(mut r: LinuxResources, f: &UpdateFlags) -> LinuxResources {
     let cpu_set = nz(f.cpu_quota).is_some()
         || f.cpu_period.is_some_and(|v| v != 0)
         || f.cpu_shares.is_some_and(|v| v != 0)
+        || f.cpu_rt_period.is_some_and(|v| v != 0)
+        || nz(f.cpu_rt_runtime).is_some()
         || f.cpuset_cpus.is_some()
         || f.cpuset_mems.is_some();
     if cpu_set {
@@ -87,6 +93,12 @@ pub fn apply_flags(mut r: LinuxResources, f: &UpdateFlags) -> LinuxResources {
         }
         if let Some(v) = f.cpu_shares.filter(|&v| v != 0) {
             c.set_shares(Some(v));
+        }
+        if let Some(v) = f.cpu_rt_period.filter(|&v| v != 0) {
+            c.set_realtime_period(Some(v));
+        }
+        if let Some(v) = nz(f.cpu_rt_runtime) {
+            c.set_realtime_runtime(Some(v));
         }
         if let Some(v) = &f.cpuset_cpus {
             c.set_cpus(Some(v.clone()));

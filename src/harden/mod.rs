@@ -161,9 +161,12 @@ pub fn harden(
     filesystem::harden_root(&mut spec, facts, &mut changes)?;
     // the limits first: the store and every tmpfs are sized against the memory that pays for them
     resources::harden_cgroups_path(&mut spec, id, &policy, &mut changes);
+    resources::refuse_unified_on_v1(&spec, facts)?;
     resources::harden_limits(&mut spec, &policy, &mut changes);
     filesystem::harden_mounts(&mut spec, &policy, facts, &mut changes)?;
     filesystem::harden_masked_and_readonly_paths(&mut spec, &mut changes);
+    // after the mounts: it may drop the /dev/mqueue mount harden_mounts requires
+    namespaces::harden_joined_mount_pid_ipc(&mut spec, facts, &mut changes)?;
     let store_bytes = filesystem::store_bytes(&spec, &policy, &mut changes);
     resources::harden_sysctls(&mut spec, &mut changes);
     harden_process(

@@ -97,6 +97,87 @@ pub fn harden_namespaces(
     Ok(())
 }
 
+/// Step 1c: mount, pid and ipc namespaces joined by path, once the container's user namespace is
+/// known. The container's root filesystem is built in a mount namespace of its own, so joining one
+/// is refused. A pid namespace is joined only when it belongs to the user namespace the container
+/// runs in: mounting its `/proc` needs privilege over that owner, which the container's root does not
+/// have over the host's or another one. An ipc namespace of another owner is joined without the
+/// `/dev/mqueue` mount, which would fail the same way (message queues still work, through
+/// `mq_open`). Each refusal names the path and `namespaces.join`, instead of the mount's raw errno.
+pub fn harden_joined_mount_pid_ipc(
+    spec: &mut Spec,
+    facts: &HostFacts,
+    changes: &mut Changes,
+) -> Result<(), Refusal> {
+    let Some(linux) = spec.linux().as_ref() else {
+        return Ok(());
+    };
+    let nss = linux.namespaces().clone().unwrap_or_default();
+    // the user namespace the container runs in, when it joins one by path (otherwise a new one,
+    // which owns nothing that exists yet)
+    let container_userns = nss
+        .iter()
+        .find(|n| n.typ() == LinuxNamespaceType::User)
+        .and_then(|n| n.path().as_ref())
+        .and_then(|p| {
+            facts.namespace_paths.get(p).copied().or_else(|| {
+                facts
+                    .namespace_owners
+                    .values()
+                    .find(|o| o.path.as_deref() == Some(p.as_path()))
+                    .map(|o| o.id)
+            })
+        });
+    let owned_by_container = |p: &Path| {
+        container_userns.is_some()
+            && facts.namespace_owners.get(p).map(|o| o.id) == container_userns
+    };
+    let mut drop_mqueue = None;
+    for ns in &nss {
+        let Some(path) = ns.path() else { continue };
+        match ns.typ() {
+            LinuxNamespaceType::Mount => {
+                return Err(refuse(
+                    keys::NAMESPACES_JOIN,
+                    format!(
+                        "joining the mount namespace {} is refused: rloxsc builds the container's root filesystem in a mount namespace of its own",
+                        path.display()
+                    ),
+                ))
+            }
+            LinuxNamespaceType::Pid if !owned_by_container(path) => {
+                return Err(refuse(
+                    keys::NAMESPACES_JOIN,
+                    format!(
+                        "joining the pid namespace {} is refused: it belongs to another user namespace than the container's, whose root could not mount its /proc (give the container that user namespace too)",
+                        path.display()
+                    ),
+                ))
+            }
+            LinuxNamespaceType::Ipc if !owned_by_container(path) => {
+                drop_mqueue = Some(path.clone());
+            }
+            _ => {}
+        }
+    }
+    if let Some(path) = drop_mqueue {
+        if let Some(mounts) = spec.mounts_mut() {
+            let before = mounts.len();
+            mounts.retain(|m| m.typ().as_deref() != Some("mqueue"));
+            if mounts.len() != before {
+                changes.push(
+                    keys::NAMESPACES_JOIN,
+                    format!(
+                        "ipc namespace {} belongs to another user namespace than the container's: /dev/mqueue is not mounted (message queues still work through mq_open)",
+                        path.display()
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The id mappings a container gets when the caller brings no user namespace of its own: container
 /// ids 0..65536 onto the container's block of host ids.
 pub fn block_mapping(base: u32) -> LinuxIdMapping {
@@ -412,6 +493,97 @@ mod tests {
             .iter()
             .any(|n| n.path().as_deref() == Some(std::path::Path::new("/var/run/netns/pod")));
         assert!(joined);
+    }
+
+    /// A spec joining `typ` at `path` (and a new user namespace, or the one at `userns`), with the
+    /// default mqueue mount.
+    fn spec_with(typ: &str, path: &str, userns: Option<&str>) -> Spec {
+        let user = match userns {
+            Some(u) => format!(r#"{{"type":"user","path":"{u}"}}"#),
+            None => r#"{"type":"user"}"#.to_string(),
+        };
+        serde_json::from_str(&format!(
+            r#"{{"ociVersion":"1.0.2","process":{{"user":{{"uid":0,"gid":0}},"args":["sh"],"cwd":"/"}},
+            "root":{{"path":"rootfs"}},
+            "mounts":[{{"destination":"/dev/mqueue","type":"mqueue","source":"mqueue"}}],
+            "linux":{{"namespaces":[{{"type":"{typ}","path":"{path}"}},{user}]}}}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn joined_mount_pid_and_ipc_namespaces_work_or_are_refused_by_key() {
+        let owner = |id| crate::harden::NamespaceOwner {
+            id,
+            path: Some("/proc/7/ns/user".into()),
+            uid_map: vec![],
+        };
+        let mut f = facts();
+        for p in ["/proc/7/ns/mnt", "/proc/7/ns/pid", "/proc/7/ns/ipc"] {
+            f.namespace_owners.insert(p.into(), owner((4, 77)));
+        }
+        f.namespace_paths.insert("/proc/7/ns/user".into(), (4, 77));
+        let run = |s: &mut Spec, f: &HostFacts| {
+            let mut c = Changes::default();
+            harden_joined_mount_pid_ipc(s, f, &mut c).map(|_| c.0)
+        };
+        let mqueue = |s: &Spec| {
+            s.mounts()
+                .iter()
+                .flatten()
+                .any(|m| m.typ().as_deref() == Some("mqueue"))
+        };
+        // a mount namespace: never joined
+        let r = run(&mut spec_with("mount", "/proc/7/ns/mnt", None), &f).unwrap_err();
+        assert_eq!(r.key, keys::NAMESPACES_JOIN);
+        assert!(r.reason.contains("/proc/7/ns/mnt"), "{r}");
+        // pid: refused in a new user namespace, joined in its owner
+        let r = run(&mut spec_with("pid", "/proc/7/ns/pid", None), &f).unwrap_err();
+        assert_eq!(r.key, keys::NAMESPACES_JOIN);
+        let mut s = spec_with("pid", "/proc/7/ns/pid", Some("/proc/7/ns/user"));
+        assert!(run(&mut s, &f).unwrap().is_empty());
+        // ipc: without /dev/mqueue in a new user namespace, with it in its owner
+        let mut s = spec_with("ipc", "/proc/7/ns/ipc", None);
+        let ch = run(&mut s, &f).unwrap();
+        assert!(!mqueue(&s) && ch[0].key == keys::NAMESPACES_JOIN, "{ch:?}");
+        let mut s = spec_with("ipc", "/proc/7/ns/ipc", Some("/proc/7/ns/user"));
+        assert!(run(&mut s, &f).unwrap().is_empty());
+        assert!(mqueue(&s));
+    }
+
+    #[test]
+    fn a_hardened_spec_joining_a_host_owned_ipc_namespace_has_no_mqueue_mount() {
+        let mut f = facts();
+        f.host_namespaces
+            .insert(LinuxNamespaceType::User, (4, 4026531837));
+        f.namespace_paths.insert("/proc/7/ns/ipc".into(), (4, 5000));
+        f.namespace_owners.insert(
+            "/proc/7/ns/ipc".into(),
+            crate::harden::NamespaceOwner {
+                id: (4, 4026531837),
+                path: None,
+                uid_map: vec![],
+            },
+        );
+        let mut s = careless_spec();
+        s.linux_mut()
+            .as_mut()
+            .unwrap()
+            .set_namespaces(Some(vec![serde_json::from_str(
+                r#"{"type":"ipc","path":"/proc/7/ns/ipc"}"#,
+            )
+            .unwrap()]));
+        let h = crate::harden::harden(&s, "c1", &Policy::default(), &f).unwrap();
+        assert!(
+            !h.spec
+                .mounts()
+                .iter()
+                .flatten()
+                .any(|m| m.typ().as_deref() == Some("mqueue")),
+            "{:?}",
+            h.spec.mounts()
+        );
+        assert!(h.changes.iter().any(|c| c.key == keys::NAMESPACES_JOIN));
     }
 
     #[test]

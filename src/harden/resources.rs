@@ -3,7 +3,8 @@
 //! in a cgroup of their own, and only namespaced sysctls.
 
 use oci_spec::runtime::{
-    LinuxMemory, LinuxPids, LinuxResources, PosixRlimit, PosixRlimitType, Process, Spec,
+    LinuxBlockIo, LinuxCpu, LinuxMemory, LinuxPids, LinuxResources, PosixRlimit, PosixRlimitType,
+    Process, Spec,
 };
 
 use super::Changes;
@@ -664,11 +665,40 @@ mod tests {
     }
 }
 
-/// Clamps an `update` request (runc's JSON resources or the single-value flags) against the policy:
-/// pids and memory above their ceilings (or unlimited) are clamped, swap never exceeds memory, device
-/// rules and raw v2 keys that could widen containment are dropped. `current` is the container's
-/// hardened resources, used for the memory limit when the request does not change it. Returns the
-/// resources to apply and the changes made to the request.
+/// On a host with cgroup v1 hierarchies, `linux.resources.unified` (raw cgroup v2 files) cannot be
+/// applied: libcontainer skipped it silently; runc refuses the config (`invalid configuration`), and
+/// so does rloxsc rather than run the container without what the caller asked for.
+pub fn refuse_unified_on_v1(spec: &Spec, facts: &super::HostFacts) -> Result<(), super::Refusal> {
+    let unified = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.resources().as_ref())
+        .and_then(|r| r.unified().as_ref())
+        .filter(|u| !u.is_empty());
+    match unified {
+        Some(u) if !facts.cgroup_v1_hierarchies.is_empty() => {
+            let mut names: Vec<&str> = u.keys().map(String::as_str).collect();
+            names.sort_unstable();
+            Err(super::Refusal {
+                key: keys::UNIFIED,
+                reason: format!(
+                    "invalid configuration: linux.resources.unified ({}) needs cgroup v2, and this host's cgroups are v1",
+                    names.join(", ")
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Clamps an `update` request (runc's JSON resources or the single-value flags) against the policy,
+/// with runc's and the CRI's conventions for every resource, on cgroup v1 and v2 alike: zero (or an
+/// empty string) and absent mean "leave it as it is" (Docker sends `{"cpu":{"shares":0,"quota":0,
+/// "period":0}}` and `{"blockIO":{"weight":0}}` with every `docker update`), `-1` means unlimited,
+/// which for pids and memory is then the policy's ceiling. Pids and memory above their ceilings are
+/// clamped, swap never exceeds memory, device rules and raw v2 keys that could widen containment are
+/// dropped. `current` is the container's hardened resources, used for the memory limit when the
+/// request does not change it. Returns the resources to apply and the changes made to the request.
 pub fn clamp_update(
     requested: &LinuxResources,
     current: &LinuxResources,
@@ -677,14 +707,15 @@ pub fn clamp_update(
     let mut changes = Changes::default();
     let mut out = requested.clone();
 
-    if let Some(p) = requested.pids() {
+    out.set_pids(None);
+    if let Some(p) = requested.pids().filter(|p| p.limit() != 0) {
         let asked = p.limit();
-        let limit = if asked <= 0 {
+        let limit = if asked < 0 {
             policy.pids.ceiling
         } else {
             (asked as u64).min(policy.pids.ceiling)
         };
-        if asked <= 0 || asked as u64 != limit {
+        if asked < 0 || asked as u64 != limit {
             changes.push(
                 keys::PIDS,
                 format!("update: pids limit {asked} -> {limit} (ceiling)"),
@@ -694,6 +725,8 @@ pub fn clamp_update(
         lp.set_limit(limit as i64);
         out.set_pids(Some(lp));
     }
+    out.set_cpu(requested.cpu().as_ref().and_then(cpu_update));
+    out.set_block_io(requested.block_io().as_ref().and_then(block_io_update));
 
     let current_limit = current.memory().and_then(|m| m.limit()).filter(|&l| l > 0);
     if let Some(m) = requested.memory() {
@@ -746,7 +779,17 @@ pub fn clamp_update(
             mem.set_disable_oom_killer(Some(false));
             changes.push(keys::MEMORY, "update: the OOM killer cannot be disabled");
         }
-        out.set_memory(Some(mem));
+        if mem.reservation() == Some(0) {
+            mem.set_reservation(None);
+        }
+        let anything = mem.limit().is_some()
+            || mem.swap().is_some()
+            || mem.reservation().is_some()
+            || mem.swappiness().is_some()
+            || mem.disable_oom_killer().is_some()
+            || mem.use_hierarchy().is_some()
+            || mem.check_before_update().is_some();
+        out.set_memory(anything.then_some(mem));
     }
 
     if requested.devices().as_ref().is_some_and(|d| !d.is_empty()) {
@@ -767,6 +810,77 @@ pub fn clamp_update(
         }
     }
     (out, changes.0)
+}
+
+/// The cpu part of an update with its zeros and empty strings taken as unset; `None` when nothing is
+/// left to change. A quota of -1 (no CPU limit) passes: it widens nothing rloxsc limits.
+fn cpu_update(c: &LinuxCpu) -> Option<LinuxCpu> {
+    let mut c = c.clone();
+    c.set_shares(c.shares().filter(|&v| v != 0));
+    c.set_quota(c.quota().filter(|&v| v != 0));
+    c.set_period(c.period().filter(|&v| v != 0));
+    c.set_realtime_runtime(c.realtime_runtime().filter(|&v| v != 0));
+    c.set_realtime_period(c.realtime_period().filter(|&v| v != 0));
+    c.set_cpus(c.cpus().clone().filter(|v| !v.is_empty()));
+    c.set_mems(c.mems().clone().filter(|v| !v.is_empty()));
+    let anything = c.shares().is_some()
+        || c.quota().is_some()
+        || c.period().is_some()
+        || c.realtime_runtime().is_some()
+        || c.realtime_period().is_some()
+        || c.cpus().is_some()
+        || c.mems().is_some()
+        || c.burst().is_some()
+        || c.idle().is_some();
+    anything.then_some(c)
+}
+
+/// The blockIO part of an update with zero weights taken as unset; `None` when nothing is left.
+fn block_io_update(b: &LinuxBlockIo) -> Option<LinuxBlockIo> {
+    let mut b = b.clone();
+    b.set_weight(b.weight().filter(|&w| w != 0));
+    b.set_leaf_weight(b.leaf_weight().filter(|&w| w != 0));
+    fn nonempty<T>(v: &Option<Vec<T>>) -> bool {
+        v.as_ref().is_some_and(|v| !v.is_empty())
+    }
+    let anything = b.weight().is_some()
+        || b.leaf_weight().is_some()
+        || nonempty(b.weight_device())
+        || nonempty(b.throttle_read_bps_device())
+        || nonempty(b.throttle_write_bps_device())
+        || nonempty(b.throttle_read_iops_device())
+        || nonempty(b.throttle_write_iops_device());
+    anything.then_some(b)
+}
+
+#[cfg(test)]
+mod unified_tests {
+    use super::*;
+    use crate::harden::testutil::{careless_spec, facts};
+
+    #[test]
+    fn unified_is_refused_on_cgroup_v1_only() {
+        let mut s = careless_spec();
+        let mut r = s
+            .linux()
+            .as_ref()
+            .and_then(|l| l.resources().clone())
+            .unwrap_or_default();
+        let mut u = std::collections::HashMap::new();
+        u.insert("memory.min".to_string(), "131072".to_string());
+        r.set_unified(Some(u));
+        s.linux_mut().as_mut().unwrap().set_resources(Some(r));
+        let mut v1 = facts();
+        v1.cgroup_v1_hierarchies = vec!["memory".into(), "pids".into()];
+        let e = refuse_unified_on_v1(&s, &v1).unwrap_err();
+        assert_eq!(e.key, keys::UNIFIED);
+        assert!(e.reason.starts_with("invalid configuration"), "{e}");
+        assert!(e.reason.contains("memory.min"), "{e}");
+        let mut v2 = facts();
+        v2.cgroup_v1_hierarchies = vec![];
+        assert!(refuse_unified_on_v1(&s, &v2).is_ok());
+        assert!(refuse_unified_on_v1(&careless_spec(), &v1).is_ok());
+    }
 }
 
 #[cfg(test)]
@@ -815,12 +929,74 @@ mod update_tests {
         assert_eq!(out.memory().unwrap().swap(), Some(64 << 20));
         assert!(ch.is_empty(), "{ch:?}");
         let (out, _) = clamp_update(
-            &req(r#"{"memory":{"limit":0,"swap":0,"kernel":0}}"#),
+            &req(r#"{"memory":{"limit":0,"swap":0,"kernel":0},"pids":{"limit":0}}"#),
             &current(),
             &p,
         );
-        assert_eq!(out.memory().unwrap().limit(), None);
-        assert_eq!(out.memory().unwrap().swap(), None);
+        assert!(out.memory().is_none(), "{out:?}");
+        assert!(out.pids().is_none(), "{out:?}");
+    }
+
+    /// `docker update --memory 64m --memory-swap 128m --pids-limit 40`: the JSON Docker 20.10 sends
+    /// on stdin (`update --resources -`), zeros for everything it does not change.
+    const DOCKER_MEMORY_PIDS: &str = r#"{"memory":{"limit":67108864,"swap":134217728},"cpu":{"shares":0,"quota":0,"period":0},"pids":{"limit":40},"blockIO":{"weight":0}}"#;
+    /// `docker update --cpus 0.5`.
+    const DOCKER_CPUS: &str =
+        r#"{"memory":{},"cpu":{"shares":0,"quota":50000,"period":100000},"blockIO":{"weight":0}}"#;
+    /// containerd's CRI `UpdateContainerResources` (a pod with a 128 MiB limit and no CPU limit):
+    /// the whole resources of the container, `quota` 0, empty cpuset strings, the device rules.
+    const CRI_UPDATE: &str = r#"{"devices":[{"allow":false,"access":"rwm"}],"memory":{"limit":134217728,"swap":134217728},"cpu":{"shares":2,"quota":0,"period":100000,"cpus":"","mems":""},"hugepageLimits":[]}"#;
+
+    #[test]
+    fn dockers_and_the_cris_update_json_changes_only_what_they_set() {
+        let p = Policy::default();
+        let (out, ch) = clamp_update(&req(DOCKER_MEMORY_PIDS), &current(), &p);
+        assert_eq!(out.memory().unwrap().limit(), Some(64 << 20));
+        // swap never above memory: clamped, and said so
+        assert_eq!(out.memory().unwrap().swap(), Some(64 << 20));
+        assert!(ch.iter().any(|c| c.key == keys::MEMORY), "{ch:?}");
+        assert_eq!(out.pids().unwrap().limit(), 40);
+        assert!(out.cpu().is_none(), "zeros are not a cpu update: {out:?}");
+        assert!(
+            out.block_io().is_none(),
+            "weight 0 is not a blkio update: {out:?}"
+        );
+
+        let (out, ch) = clamp_update(&req(DOCKER_CPUS), &current(), &p);
+        assert!(ch.is_empty(), "{ch:?}");
+        let cpu = out.cpu().as_ref().unwrap();
+        assert_eq!(
+            (cpu.shares(), cpu.quota(), cpu.period()),
+            (None, Some(50000), Some(100000))
+        );
+        assert!(out.memory().is_none() && out.pids().is_none() && out.block_io().is_none());
+
+        let (out, ch) = clamp_update(&req(CRI_UPDATE), &current(), &p);
+        assert!(ch.iter().all(|c| c.key == keys::DEVICES), "{ch:?}");
+        let cpu = out.cpu().as_ref().unwrap();
+        assert_eq!(
+            (cpu.shares(), cpu.quota(), cpu.period()),
+            (Some(2), None, Some(100000))
+        );
+        assert_eq!((cpu.cpus().clone(), cpu.mems().clone()), (None, None));
+        assert_eq!(out.memory().unwrap().limit(), Some(128 << 20));
+        assert!(out.devices().is_none());
+    }
+
+    #[test]
+    fn minus_one_is_unlimited_then_the_ceiling() {
+        let p = Policy::default();
+        let (out, ch) = clamp_update(
+            &req(r#"{"memory":{"swap":-1},"pids":{"limit":-1},"cpu":{"quota":-1}}"#),
+            &current(),
+            &p,
+        );
+        // unlimited swap: never above the memory limit the container has
+        assert_eq!(out.memory().unwrap().swap(), Some(512 << 20));
+        assert_eq!(out.pids().unwrap().limit(), 4096);
+        // no CPU limit widens nothing rloxsc limits
+        assert_eq!(out.cpu().as_ref().unwrap().quota(), Some(-1));
+        assert_eq!(ch.len(), 2, "{ch:?}");
     }
 
     #[test]

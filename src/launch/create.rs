@@ -541,9 +541,14 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
                 keys::CGROUP_PARENT
             );
         }
+        if let Some(why) = crate::cgroups::frozen(cg, &input.host.cgroup_v1_hierarchies) {
+            bail!(
+                "cannot create container {id:?}: container's cgroup unexpectedly frozen ({why}); thaw it first"
+            );
+        }
     }
     fp.record(|l| l.cgroups_path = cgroups_path.clone())?;
-    let executor = executor_for(&policy, &ctx.faults, None)?;
+    let executor = executor_for(&policy, &ctx.faults)?;
     tracing::debug!("create {id}: hardened at {:?}", t0.elapsed());
 
     // filesystem

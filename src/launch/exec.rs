@@ -85,8 +85,7 @@ pub fn exec(
         super::give_stdio_to(owner);
     }
 
-    let caller_seccomp = spec.linux().as_ref().and_then(|l| l.seccomp().clone());
-    let executor = executor_for(&record.policy, faults, caller_seccomp)?;
+    let executor = executor_for(&record.policy, faults)?;
     let pid = builder(
         layout,
         req.id,

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context as _, Result};
 use libcontainer::container::builder::ContainerBuilder;
 use libcontainer::syscall::syscall::SyscallType;
-use oci_spec::runtime::{LinuxSeccomp, Spec};
+use oci_spec::runtime::Spec;
 
 use crate::bundle::Layout;
 use crate::executor::HardenedExecutor;
@@ -69,20 +69,16 @@ impl Drop for Guard<'_> {
 }
 
 /// The executor for a container process under `policy`: rloxsc's seccomp program for that policy
-/// (the build-time one unless the policy adds syscalls) and, for `exec`, the container's own profile,
-/// which libcontainer's tenant path would drop.
-pub fn executor_for(
-    policy: &Policy,
-    faults: &Faults,
-    caller_seccomp: Option<LinuxSeccomp>,
-) -> Result<HardenedExecutor> {
+/// (the build-time one unless the policy adds syscalls). The container's own profile is libcontainer's
+/// to install, for the init and (libcontainer patch 0017) for every exec'd process.
+pub fn executor_for(policy: &Policy, faults: &Faults) -> Result<HardenedExecutor> {
     let filter = seccomp::for_policy(policy).with_context(|| {
         format!(
             "cannot build rloxsc's seccomp filter (policy key {})",
             keys::SECCOMP
         )
     })?;
-    Ok(HardenedExecutor::new(filter, faults.executor()).with_caller_seccomp(caller_seccomp))
+    Ok(HardenedExecutor::new(filter, faults.executor()))
 }
 
 /// The libcontainer builder every container process is started from: id, executor, state root,

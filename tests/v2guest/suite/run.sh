@@ -195,6 +195,34 @@ else
   fail events-stats "events --stats exited $?: $(err events)"
 fi
 
+# the resources JSON Docker 20.10 and containerd's CRI send on stdin (`update --resources -`): zero
+# means unset (Docker sends cpu shares/quota/period 0 and blkio weight 0 with every update)
+RJ() { # RJ NAME JSON ARGS...: like R, with JSON on stdin
+  _n=$1; _j=$2; shift 2; printf '%s' "$_j" >"$W/$_n.json"
+  rloxsc --root "$ROOTDIR" --log "$LOG" --log-format json "$@" >"$W/out/$_n.out" 2>"$W/out/$_n.err" <"$W/$_n.json"
+}
+if RJ update-docker '{"memory":{"limit":67108864,"swap":134217728},"cpu":{"shares":0,"quota":0,"period":0},"pids":{"limit":40},"blockIO":{"weight":0}}' update --resources - $ID; then
+  mm=$(cgval $ID memory.max) pm=$(cgval $ID pids.max) sm=$(cgval $ID memory.swap.max) cm=$(cgval $ID cpu.max)
+  check update-docker-json "memory.max '$mm' pids.max '$pm' memory.swap.max '$sm' cpu.max '$cm' after docker update --memory 64m --memory-swap 128m --pids-limit 40" \
+    '[ "$mm" = 67108864 ] && [ "$pm" = 40 ] && [ "$sm" = 0 ] && [ "$cm" = "max 100000" ]'
+else
+  fail update-docker-json "update exited $?: $(err update-docker)"
+fi
+if RJ update-cpus '{"memory":{},"cpu":{"shares":0,"quota":50000,"period":100000},"blockIO":{"weight":0}}' update --resources - $ID; then
+  cm=$(cgval $ID cpu.max) mm=$(cgval $ID memory.max)
+  check update-docker-cpus "cpu.max '$cm' memory.max '$mm' after docker update --cpus 0.5" \
+    '[ "$cm" = "50000 100000" ] && [ "$mm" = 67108864 ]'
+else
+  fail update-docker-cpus "update exited $?: $(err update-cpus)"
+fi
+if RJ update-cri '{"devices":[{"allow":false,"access":"rwm"}],"memory":{"limit":134217728,"swap":134217728},"cpu":{"shares":2,"quota":0,"period":100000,"cpus":"","mems":""},"hugepageLimits":[]}' update --resources - $ID; then
+  mm=$(cgval $ID memory.max) cm=$(cgval $ID cpu.max) cw=$(cgval $ID cpu.weight) pm=$(cgval $ID pids.max)
+  check update-cri-json "memory.max '$mm' cpu.max '$cm' cpu.weight '$cw' pids.max '$pm' after a CRI UpdateContainerResources" \
+    '[ "$mm" = 134217728 ] && [ "$cm" = "50000 100000" ] && [ "$cw" = 1 ] && [ "$pm" = 40 ]'
+else
+  fail update-cri-json "update exited $?: $(err update-cri)"
+fi
+
 # ---- 5. kill + delete ----------------------------------------------------------------------------------
 if R kill kill $ID TERM; then
   check lifecycle-kill "state did not become stopped within 20 s: $(status_of $ID)" \

@@ -1,6 +1,6 @@
 use std::collections::HashMap;
 use std::io::{ErrorKind, Write};
-use std::os::unix::prelude::CommandExt;
+use std::os::unix::prelude::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::{process, thread, time};
 
@@ -19,8 +19,8 @@ pub enum HookError {
     EncodeContainerState(#[source] serde_json::Error),
     #[error("hook command exited with non-zero exit code: {0}")]
     NonZeroExitCode(i32),
-    #[error("hook command was killed by a signal")]
-    Killed,
+    #[error("hook command was killed by signal: {0}")]
+    Killed(String),
     #[error("failed to execute hook command due to a timeout")]
     Timeout,
     #[error("container state is required to run hook")]
@@ -29,6 +29,33 @@ pub enum HookError {
     WriteContainerState(#[source] std::io::Error),
     #[error("failed to convert state to OCI format")]
     StateConversion(#[from] StateConversionError),
+    /// Which hook of its list failed (counted from 0), as runc reports it.
+    #[error("error running hook #{index}: {cause}")]
+    Hook { index: usize, cause: Box<HookError> },
+}
+
+/// A signal as Go (and so runc) describes one that ended a hook.
+fn describe_signal(sig: i32) -> String {
+    let known = match sig {
+        libc::SIGHUP => "hangup",
+        libc::SIGINT => "interrupt",
+        libc::SIGQUIT => "quit",
+        libc::SIGILL => "illegal instruction",
+        libc::SIGTRAP => "trace/breakpoint trap",
+        libc::SIGABRT => "aborted",
+        libc::SIGBUS => "bus error",
+        libc::SIGFPE => "floating point exception",
+        libc::SIGKILL => "killed",
+        libc::SIGUSR1 => "user defined signal 1",
+        libc::SIGSEGV => "segmentation fault",
+        libc::SIGUSR2 => "user defined signal 2",
+        libc::SIGPIPE => "broken pipe",
+        libc::SIGALRM => "alarm clock",
+        libc::SIGTERM => "terminated",
+        libc::SIGSYS => "bad system call",
+        _ => return format!("signal {sig}"),
+    };
+    known.to_string()
 }
 
 type Result<T> = std::result::Result<T, HookError>;
@@ -56,122 +83,139 @@ pub fn run_hooks(
     }
 
     if let Some(hooks) = hooks {
-        for hook in hooks {
-            let mut hook_command = process::Command::new(hook.path());
-
-            if let Some(cwd) = cwd {
-                hook_command.current_dir(cwd);
-            }
-
-            // Based on OCI spec, the first argument of the args vector is the
-            // arg0, which can be different from the path.  For example, path
-            // may be "/usr/bin/true" and arg0 is set to "true". However, rust
-            // command differentiates arg0 from args, where rust command arg
-            // doesn't include arg0. So we have to make the split arg0 from the
-            // rest of args.
-            if let Some((arg0, args)) = hook.args().as_ref().and_then(|a| a.split_first()) {
-                tracing::debug!("run_hooks arg0: {:?}, args: {:?}", arg0, args);
-                hook_command.arg0(arg0).args(args)
-            } else {
-                hook_command.arg0(hook.path().display().to_string())
-            };
-
-            let envs: HashMap<String, String> = if let Some(env) = hook.env() {
-                utils::parse_env(env)
-            } else if let Some(default) = default_env {
-                default.clone()
-            } else {
-                HashMap::new()
-            };
-            tracing::debug!("run_hooks envs: {:?}", envs);
-
-            // A hook dies with the runtime process that runs it: a runtime killed while a hook
-            // hangs must not leave the hook behind (holding the runtime's stderr, and whatever the
-            // hook holds).
-            // SAFETY: the closure runs in the forked child before exec and only makes one prctl call,
-            // which is async-signal-safe.
-            unsafe {
-                hook_command.pre_exec(|| {
-                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-            let mut hook_process = hook_command
-                .env_clear()
-                .envs(envs)
-                .stdin(process::Stdio::piped())
-                .stdout(std::process::Stdio::null())
-                .stderr(process::Stdio::inherit())
-                .spawn()
-                .map_err(HookError::CommandExecute)?;
-            let hook_process_pid = Pid::from_raw(hook_process.id() as i32);
-            // Based on the OCI spec, we need to pipe the container state into
-            // the hook command through stdin.
-            if let Some(stdin) = &mut hook_process.stdin {
-                // We want to ignore BrokenPipe here. A BrokenPipe indicates
-                // either the hook is crashed/errored or it ran successfully.
-                // Either way, this is an indication that the hook command
-                // finished execution.  If the hook command was successful,
-                // which we will check later in this function, we should not
-                // fail this step here. We still want to check for all the other
-                // error, in the case that the hook command is waiting for us to
-                // write to stdin.
-                let encoded_state =
-                    serde_json::to_string(&oci_state).map_err(HookError::EncodeContainerState)?;
-                if let Err(e) = stdin.write_all(encoded_state.as_bytes()) {
-                    if e.kind() != ErrorKind::BrokenPipe {
-                        // Not a broken pipe. The hook command may be waiting
-                        // for us.
-                        let _ = signal::kill(hook_process_pid, signal::Signal::SIGKILL);
-                        return Err(HookError::WriteContainerState(e));
-                    }
-                }
-            }
-
-            let res = if let Some(timeout_sec) = hook.timeout() {
-                // Rust does not make it easy to handle executing a command and
-                // timeout. Here we decided to wait for the command in a
-                // different thread, so the main thread is not blocked. We use a
-                // channel shared between main thread and the wait thread, since
-                // the channel has timeout functions out of the box. Rust won't
-                // let us copy the Command structure, so we can't share it
-                // between the wait thread and main thread. Therefore, we will
-                // use pid to identify the process and send a kill signal. This
-                // is what the Command.kill() does under the hood anyway. When
-                // timeout, we have to kill the process and clean up properly.
-                let (s, r) = std::sync::mpsc::channel();
-                thread::spawn(move || {
-                    let res = hook_process.wait();
-                    let _ = s.send(res);
-                });
-                match r.recv_timeout(time::Duration::from_secs(timeout_sec as u64)) {
-                    Ok(res) => res,
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                        // Kill the process. There is no need to further clean
-                        // up because we will be error out.
-                        let _ = signal::kill(hook_process_pid, signal::Signal::SIGKILL);
-                        return Err(HookError::Timeout);
-                    }
-                    Err(_) => {
-                        unreachable!();
-                    }
-                }
-            } else {
-                hook_process.wait()
-            };
-
-            match res {
-                Ok(exit_status) => match exit_status.code() {
-                    Some(0) => Ok(()),
-                    Some(exit_code) => Err(HookError::NonZeroExitCode(exit_code)),
-                    None => Err(HookError::Killed),
-                },
-                Err(e) => Err(HookError::CommandExecute(e)),
-            }?;
+        for (index, hook) in hooks.iter().enumerate() {
+            run_hook(hook, &oci_state, cwd, default_env).map_err(|cause| HookError::Hook {
+                index,
+                cause: Box::new(cause),
+            })?;
         }
     }
+
+    Ok(())
+}
+
+/// Runs one hook with the OCI state on its stdin and waits for it (up to its timeout).
+fn run_hook(
+    hook: &Hook,
+    oci_state: &OciState,
+    cwd: Option<&Path>,
+    default_env: Option<&HashMap<String, String>>,
+) -> Result<()> {
+    let mut hook_command = process::Command::new(hook.path());
+
+    if let Some(cwd) = cwd {
+        hook_command.current_dir(cwd);
+    }
+
+    // Based on OCI spec, the first argument of the args vector is the
+    // arg0, which can be different from the path.  For example, path
+    // may be "/usr/bin/true" and arg0 is set to "true". However, rust
+    // command differentiates arg0 from args, where rust command arg
+    // doesn't include arg0. So we have to make the split arg0 from the
+    // rest of args.
+    if let Some((arg0, args)) = hook.args().as_ref().and_then(|a| a.split_first()) {
+        tracing::debug!("run_hooks arg0: {:?}, args: {:?}", arg0, args);
+        hook_command.arg0(arg0).args(args)
+    } else {
+        hook_command.arg0(hook.path().display().to_string())
+    };
+
+    let envs: HashMap<String, String> = if let Some(env) = hook.env() {
+        utils::parse_env(env)
+    } else if let Some(default) = default_env {
+        default.clone()
+    } else {
+        HashMap::new()
+    };
+    tracing::debug!("run_hooks envs: {:?}", envs);
+
+    // A hook dies with the runtime process that runs it: a runtime killed while a hook
+    // hangs must not leave the hook behind (holding the runtime's stderr, and whatever the
+    // hook holds).
+    // SAFETY: the closure runs in the forked child before exec and only makes one prctl call,
+    // which is async-signal-safe.
+    unsafe {
+        hook_command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut hook_process = hook_command
+        .env_clear()
+        .envs(envs)
+        .stdin(process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(process::Stdio::inherit())
+        .spawn()
+        .map_err(HookError::CommandExecute)?;
+    let hook_process_pid = Pid::from_raw(hook_process.id() as i32);
+    // Based on the OCI spec, we need to pipe the container state into
+    // the hook command through stdin.
+    if let Some(stdin) = &mut hook_process.stdin {
+        // We want to ignore BrokenPipe here. A BrokenPipe indicates
+        // either the hook is crashed/errored or it ran successfully.
+        // Either way, this is an indication that the hook command
+        // finished execution.  If the hook command was successful,
+        // which we will check later in this function, we should not
+        // fail this step here. We still want to check for all the other
+        // error, in the case that the hook command is waiting for us to
+        // write to stdin.
+        let encoded_state =
+            serde_json::to_string(&oci_state).map_err(HookError::EncodeContainerState)?;
+        if let Err(e) = stdin.write_all(encoded_state.as_bytes()) {
+            if e.kind() != ErrorKind::BrokenPipe {
+                // Not a broken pipe. The hook command may be waiting
+                // for us.
+                let _ = signal::kill(hook_process_pid, signal::Signal::SIGKILL);
+                return Err(HookError::WriteContainerState(e));
+            }
+        }
+    }
+
+    let res = if let Some(timeout_sec) = hook.timeout() {
+        // Rust does not make it easy to handle executing a command and
+        // timeout. Here we decided to wait for the command in a
+        // different thread, so the main thread is not blocked. We use a
+        // channel shared between main thread and the wait thread, since
+        // the channel has timeout functions out of the box. Rust won't
+        // let us copy the Command structure, so we can't share it
+        // between the wait thread and main thread. Therefore, we will
+        // use pid to identify the process and send a kill signal. This
+        // is what the Command.kill() does under the hood anyway. When
+        // timeout, we have to kill the process and clean up properly.
+        let (s, r) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            let res = hook_process.wait();
+            let _ = s.send(res);
+        });
+        match r.recv_timeout(time::Duration::from_secs(timeout_sec as u64)) {
+            Ok(res) => res,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                // Kill the process. There is no need to further clean
+                // up because we will be error out.
+                let _ = signal::kill(hook_process_pid, signal::Signal::SIGKILL);
+                return Err(HookError::Timeout);
+            }
+            Err(_) => {
+                unreachable!();
+            }
+        }
+    } else {
+        hook_process.wait()
+    };
+
+    match res {
+        Ok(exit_status) => match exit_status.code() {
+            Some(0) => Ok(()),
+            Some(exit_code) => Err(HookError::NonZeroExitCode(exit_code)),
+            None => Err(HookError::Killed(describe_signal(
+                exit_status.signal().unwrap_or(0),
+            ))),
+        },
+        Err(e) => Err(HookError::CommandExecute(e)),
+    }?;
 
     Ok(())
 }
@@ -311,6 +355,31 @@ mod test {
 
     #[test]
     #[serial]
+    fn test_failed_hook_is_named_by_index_and_signal() -> Result<()> {
+        let default_container: Container = Default::default();
+        let ok = HookBuilder::default().path("true").build()?;
+        let killed = HookBuilder::default()
+            .path("sh")
+            .args(vec!["sh".to_string(), "-c".to_string(), "kill -SYS $$".to_string()])
+            .build()?;
+        let hooks = Some(vec![ok, killed]);
+        let err = run_hooks(
+            hooks.as_ref(),
+            Some(&default_container.state),
+            None,
+            None,
+            None,
+        )
+        .expect_err("the second hook is killed");
+        assert_eq!(
+            err.to_string(),
+            "error running hook #1: hook command was killed by signal: bad system call"
+        );
+        Ok(())
+    }
+
+    #[test]
+    #[serial]
     // This will test executing hook with a timeout. Since the timeout is set in
     // secs, minimally, the test will run for 1 second to trigger the timeout.
     fn test_run_hook_timeout() -> Result<()> {
@@ -338,7 +407,7 @@ mod test {
                     "The test expects the hook to error out with timeout. Should not execute cleanly"
                 );
             }
-            Err(HookError::Timeout) => {}
+            Err(HookError::Hook { index: 0, cause }) if matches!(*cause, HookError::Timeout) => {}
             Err(err) => {
                 bail!(
                     "The test expects the hook to error out with timeout. Got error: {}",

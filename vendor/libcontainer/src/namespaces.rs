@@ -63,6 +63,13 @@ static JOINED_EARLY: &[CloneFlags] = &[
     CloneFlags::CLONE_NEWCGROUP,
 ];
 
+/// The mount namespace given by path, opened (not joined) before the user namespace: it is joined
+/// last, but from inside the user namespace `/proc/<pid>/ns/mnt` of a process that is not dumpable
+/// (a created container's init, before its payload) cannot be opened. -1 when there is none; taken
+/// by the process that joins it (the init, cloned with a copy of this fd).
+static EARLY_MOUNT_NAMESPACE_FD: std::sync::atomic::AtomicI32 =
+    std::sync::atomic::AtomicI32::new(-1);
+
 /// Holds information about namespaces
 pub struct Namespaces {
     command: Box<dyn Syscall>,
@@ -134,6 +141,16 @@ impl Namespaces {
                 }
             }
         }
+        if let Some(path) = self
+            .namespace_map
+            .get(&CloneFlags::CLONE_NEWNS)
+            .and_then(|ns| ns.path().as_ref())
+        {
+            let fd = fcntl::open(path, fcntl::OFlag::O_CLOEXEC, stat::Mode::empty()).inspect_err(
+                |err| tracing::error!(?err, ?path, "failed to open mount namespace file"),
+            )?;
+            EARLY_MOUNT_NAMESPACE_FD.store(fd, std::sync::atomic::Ordering::SeqCst);
+        }
         Ok(())
     }
 
@@ -148,10 +165,20 @@ impl Namespaces {
         }
         match namespace.path() {
             Some(path) => {
-                let fd = fcntl::open(path, fcntl::OFlag::empty(), stat::Mode::empty())
-                    .inspect_err(|err| {
-                        tracing::error!(?err, ?namespace, "failed to open namespace file");
-                    })?;
+                let early = if flag == CloneFlags::CLONE_NEWNS {
+                    EARLY_MOUNT_NAMESPACE_FD.swap(-1, std::sync::atomic::Ordering::SeqCst)
+                } else {
+                    -1
+                };
+                let fd = if early >= 0 {
+                    early
+                } else {
+                    fcntl::open(path, fcntl::OFlag::empty(), stat::Mode::empty()).inspect_err(
+                        |err| {
+                            tracing::error!(?err, ?namespace, "failed to open namespace file");
+                        },
+                    )?
+                };
                 self.command
                     .set_ns(fd, get_clone_flag(namespace.typ())?)
                     .map_err(|err| {

@@ -283,10 +283,22 @@ fn verify_pty_slave(slave: &OwnedFd) -> Result<()> {
 /// exists within the container's namespace, which is required for CRIU checkpoint.
 ///
 /// See: https://github.com/opencontainers/runc/blob/v1.4.0/libcontainer/rootfs_linux.go
-pub fn setup_console(syscall: &dyn Syscall, console_fd: RawFd, mount: bool) -> Result<()> {
+/// * `size` - The process's `consoleSize` (height, width), given to the new terminal
+pub fn setup_console(
+    syscall: &dyn Syscall,
+    console_fd: RawFd,
+    mount: bool,
+    size: Option<(u16, u16)>,
+) -> Result<()> {
     // Create PTY pair from /dev/pts/ptmx
     // After pivot_root, /dev/pts points to the container's devpts
-    let openpty_result = nix::pty::openpty(None, None)
+    let winsize = size.map(|(rows, cols)| nix::pty::Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    });
+    let openpty_result = nix::pty::openpty(winsize.as_ref(), None)
         .map_err(|err| TTYError::CreatePseudoTerminal { source: err })?;
 
     let master = &openpty_result.master;
@@ -470,7 +482,7 @@ mod tests {
         // mount=false because mounting /dev/console requires an actual container
         // environment with proper namespace setup (pivot_root completed).
         let syscall = create_syscall();
-        let status = setup_console(syscall.as_ref(), fd.into_raw_fd(), false);
+        let status = setup_console(syscall.as_ref(), fd.into_raw_fd(), false, None);
 
         // restore the original std* before doing final assert
         dup2(old_stdin, StdIO::Stdin.into())?;

@@ -40,8 +40,10 @@ const BLKIO_BFQ_WEIGHT: &str = "blkio.bfq.weight";
 // Specifies the relative proportion of block I/O access for specific devices available
 // to the cgroup. This overrides the the blkio.weight value for the specified device
 // Format: Major:Minor weight (weight can range from 100 to 1000)
-#[allow(dead_code)]
 const BLKIO_WEIGHT_DEVICE: &str = "blkio.weight_device";
+// Similar to BLKIO_WEIGHT_DEVICE, with the BFQ I/O scheduler (`blkio.bfq.weight`'s per-device form)
+// Format: Major:Minor weight
+const BLKIO_BFQ_WEIGHT_DEVICE: &str = "blkio.bfq.weight_device";
 
 // Common parameters which may be used for either policy but seem to be used only for
 // proportional weight division policy in practice
@@ -130,6 +132,23 @@ impl Blkio {
                     common::write_cgroup_file(&cgroup_file, blkio_weight)?;
                 } else {
                     common::write_cgroup_file(root_path.join(BLKIO_BFQ_WEIGHT), blkio_weight)?;
+                }
+            }
+        }
+
+        // per-device weights, in the same file family as the weight above (runc writes them too)
+        if let Some(weight_devices) = blkio.weight_device().as_ref() {
+            let cgroup_file = if root_path.join(BLKIO_WEIGHT_DEVICE).exists() {
+                root_path.join(BLKIO_WEIGHT_DEVICE)
+            } else {
+                root_path.join(BLKIO_BFQ_WEIGHT_DEVICE)
+            };
+            for wd in weight_devices {
+                if let Some(weight) = wd.weight().filter(|&w| w != 0) {
+                    common::write_cgroup_file_str(
+                        &cgroup_file,
+                        &format!("{}:{} {}", wd.major(), wd.minor(), weight),
+                    )?;
                 }
             }
         }
@@ -254,7 +273,7 @@ impl Blkio {
 mod tests {
     use std::fs;
 
-    use oci_spec::runtime::{LinuxBlockIoBuilder, LinuxThrottleDeviceBuilder};
+    use oci_spec::runtime::{LinuxBlockIoBuilder, LinuxThrottleDeviceBuilder, LinuxWeightDeviceBuilder};
 
     use super::*;
     use crate::test::{set_fixture, setup};
@@ -271,6 +290,28 @@ mod tests {
             Blkio::apply(tmp.path(), &blkio).expect("apply blkio");
             let content = fs::read_to_string(weight_file).expect("read blkio weight");
             assert_eq!("200", content);
+        }
+    }
+
+    #[test]
+    fn test_set_blkio_weight_device() {
+        for cgroup_file in &[BLKIO_WEIGHT_DEVICE, BLKIO_BFQ_WEIGHT_DEVICE] {
+            let (tmp, device_file) = setup(cgroup_file);
+            let blkio = LinuxBlockIoBuilder::default()
+                .weight_device(vec![
+                    LinuxWeightDeviceBuilder::default()
+                        .major(7)
+                        .minor(3)
+                        .weight(444u16)
+                        .build()
+                        .unwrap(),
+                ])
+                .build()
+                .unwrap();
+
+            Blkio::apply(tmp.path(), &blkio).expect("apply blkio");
+            let content = fs::read_to_string(device_file).expect("read blkio weight_device");
+            assert_eq!("7:3 444", content);
         }
     }
 

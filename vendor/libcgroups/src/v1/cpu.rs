@@ -94,15 +94,28 @@ impl Cpu {
             }
         }
 
-        if let Some(cpu_period) = cpu.period() {
-            if cpu_period != 0 {
-                common::write_cgroup_file(root_path.join(CGROUP_CPU_PERIOD), cpu_period)?;
+        // The period first, then the quota, as runc writes them. The kernel refuses (EINVAL) a period
+        // under which the current quota would exceed the parent's limit; when a quota is to be
+        // written too, the period is written again after it.
+        let quota = cpu.quota().filter(|&q| q != 0);
+        let mut period_pending = None;
+        if let Some(cpu_period) = cpu.period().filter(|&p| p != 0) {
+            match common::write_cgroup_file(root_path.join(CGROUP_CPU_PERIOD), cpu_period) {
+                Ok(()) => {}
+                Err(e)
+                    if quota.is_some()
+                        && e.inner().raw_os_error() == Some(nix::errno::Errno::EINVAL as i32) =>
+                {
+                    period_pending = Some(cpu_period);
+                }
+                Err(e) => return Err(e),
             }
         }
 
-        if let Some(cpu_quota) = cpu.quota() {
-            if cpu_quota != 0 {
-                common::write_cgroup_file(root_path.join(CGROUP_CPU_QUOTA), cpu_quota)?;
+        if let Some(cpu_quota) = quota {
+            common::write_cgroup_file(root_path.join(CGROUP_CPU_QUOTA), cpu_quota)?;
+            if let Some(cpu_period) = period_pending {
+                common::write_cgroup_file(root_path.join(CGROUP_CPU_PERIOD), cpu_period)?;
             }
         }
 

@@ -44,6 +44,9 @@ pub(super) struct ContainerBuilderImpl {
     pub notify_path: PathBuf,
     /// Container state
     pub container: Option<Container>,
+    /// For a tenant (`exec`), the state of the container it joins: what a seccomp listener is told
+    /// about (never saved or cleaned up, unlike `container`)
+    pub joined: Option<Container>,
     /// File descriptos preserved/passed to the container init process.
     pub preserve_fds: i32,
     /// If the container is to be run in detached mode
@@ -183,7 +186,7 @@ impl ContainerBuilderImpl {
             console_socket: self.console_socket.as_ref().map(|c| c.as_raw_fd()),
             notify_listener,
             preserve_fds: self.preserve_fds,
-            container: self.container.to_owned(),
+            container: self.container.clone().or_else(|| self.joined.clone()),
             user_ns_config: self.user_ns_config.to_owned(),
             cgroup_config,
             detached: self.detached,

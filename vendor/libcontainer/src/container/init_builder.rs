@@ -142,6 +142,7 @@ impl InitContainerBuilder {
             user_ns_config,
             notify_path,
             container: Some(container.clone()),
+            joined: None,
             preserve_fds: self.base.preserve_fds,
             parent_death_signal: self.base.parent_death_signal,
             user_namespace_owner: self.base.user_namespace_owner,

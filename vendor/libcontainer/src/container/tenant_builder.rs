@@ -279,6 +279,7 @@ impl TenantContainerBuilder {
             user_ns_config,
             notify_path: notify_path.clone(),
             container: None,
+            joined: Some(container.clone()),
             preserve_fds: self.base.preserve_fds,
             parent_death_signal: self.base.parent_death_signal,
             user_namespace_owner: self.base.user_namespace_owner,
@@ -381,7 +382,8 @@ impl TenantContainerBuilder {
         let container = Container::load(container_dir)?;
 
         match container.status() {
-            ContainerStatus::Running => Ok(container),
+            // a created container's init exists (waiting for `start`): runc execs into it too
+            ContainerStatus::Running | ContainerStatus::Created => Ok(container),
             ContainerStatus::Paused if self.ignore_paused => Ok(container),
             _ => {
                 tracing::error!(status = ?container.status(), "cannot exec: invalid container state");
@@ -472,6 +474,12 @@ impl TenantContainerBuilder {
 
         if let Some(time_offsets) = spec_linux.time_offsets() {
             linux_builder = linux_builder.time_offsets(time_offsets.clone());
+        }
+
+        // An exec'd process runs under the container's seccomp profile, as in runc; the init path
+        // installs it and, for SCMP_ACT_NOTIFY rules, hands the listener fd to the profile's agent.
+        if let Some(seccomp) = spec_linux.seccomp() {
+            linux_builder = linux_builder.seccomp(seccomp.clone());
         }
 
         let linux = linux_builder.build()?;

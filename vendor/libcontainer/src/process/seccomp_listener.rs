@@ -19,6 +19,11 @@ pub enum SeccompListenerError {
     ChannelError(#[from] channel::ChannelError),
     #[error("unix syscall fails")]
     UnixOther(#[source] nix::Error),
+    #[error("failed to connect with seccomp agent specified in the seccomp profile ({path}): {source}")]
+    Connect {
+        path: std::path::PathBuf,
+        source: nix::Error,
+    },
 }
 
 type Result<T> = std::result::Result<T, SeccompListenerError>;
@@ -82,7 +87,10 @@ fn sync_seccomp_send_msg(listener_path: &Path, msg: &[u8], fd: i32) -> Result<()
             ?listener_path,
             "failed to connect to seccomp notify listener path"
         );
-        SeccompListenerError::UnixOther(err)
+        SeccompListenerError::Connect {
+            path: listener_path.to_path_buf(),
+            source: err,
+        }
     })?;
     // We have to use sendmsg here because the spec requires us to send seccomp notify fds through
     // SCM_RIGHTS message.

@@ -6,7 +6,8 @@ use libseccomp::{
     ScmpAction, ScmpArch, ScmpArgCompare, ScmpCompareOp, ScmpFilterContext, ScmpSyscall,
 };
 use oci_spec::runtime::{
-    Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompFilterFlag, LinuxSeccompOperator,
+    Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompArg, LinuxSeccompFilterFlag,
+    LinuxSeccompOperator,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -104,7 +105,7 @@ fn translate_action(action: LinuxSeccompAction, errno: Option<u32>) -> Result<Sc
     Ok(action)
 }
 
-fn translate_op(op: LinuxSeccompOperator, datum_b: Option<u64>) -> ScmpCompareOp {
+fn translate_op(op: LinuxSeccompOperator) -> ScmpCompareOp {
     match op {
         LinuxSeccompOperator::ScmpCmpNe => ScmpCompareOp::NotEqual,
         LinuxSeccompOperator::ScmpCmpLt => ScmpCompareOp::Less,
@@ -112,7 +113,23 @@ fn translate_op(op: LinuxSeccompOperator, datum_b: Option<u64>) -> ScmpCompareOp
         LinuxSeccompOperator::ScmpCmpEq => ScmpCompareOp::Equal,
         LinuxSeccompOperator::ScmpCmpGe => ScmpCompareOp::GreaterEqual,
         LinuxSeccompOperator::ScmpCmpGt => ScmpCompareOp::Greater,
-        LinuxSeccompOperator::ScmpCmpMaskedEq => ScmpCompareOp::MaskedEqual(datum_b.unwrap_or(0)),
+        LinuxSeccompOperator::ScmpCmpMaskedEq => ScmpCompareOp::MaskedEqual(0),
+    }
+}
+
+/// The libseccomp comparison for one OCI argument condition. For `SCMP_CMP_MASKED_EQ` the OCI
+/// `value` is the mask and `valueTwo` the datum the masked argument must equal, the order runc
+/// passes them to libseccomp in (`(arg & value) == valueTwo`): Docker's default profile allows
+/// `clone` with `{"value": 2114060288, "valueTwo": 0}`, no namespace flag set.
+fn translate_arg(arg: &LinuxSeccompArg) -> ScmpArgCompare {
+    let index = arg.index() as u32;
+    match arg.op() {
+        LinuxSeccompOperator::ScmpCmpMaskedEq => ScmpArgCompare::new(
+            index,
+            ScmpCompareOp::MaskedEqual(arg.value()),
+            arg.value_two().unwrap_or(0),
+        ),
+        op => ScmpArgCompare::new(index, translate_op(op), arg.value()),
     }
 }
 
@@ -235,11 +252,7 @@ pub fn initialize_seccomp(seccomp: &LinuxSeccomp) -> Result<Option<io::RawFd>> {
 
                         for arg in args {
                             let index = arg.index() as u32;
-                            let comparator = ScmpArgCompare::new(
-                                index,
-                                translate_op(arg.op(), arg.value_two()),
-                                arg.value(),
-                            );
+                            let comparator = translate_arg(arg);
                             if !seen.insert(index) {
                                 has_duplicate_index = true;
                             }
@@ -336,6 +349,30 @@ mod tests {
 
     use super::*;
     use crate::test_utils::{self, TestCallbackError};
+
+    #[test]
+    fn test_masked_eq_value_is_the_mask_and_value_two_the_datum() -> Result<()> {
+        let arg = LinuxSeccompArgBuilder::default()
+            .index(0usize)
+            .value(0x7E02_0000u64)
+            .value_two(0u64)
+            .op(LinuxSeccompOperator::ScmpCmpMaskedEq)
+            .build()?;
+        assert_eq!(
+            translate_arg(&arg),
+            ScmpArgCompare::new(0, ScmpCompareOp::MaskedEqual(0x7E02_0000), 0)
+        );
+        let arg = LinuxSeccompArgBuilder::default()
+            .index(1usize)
+            .value(2u64)
+            .op(LinuxSeccompOperator::ScmpCmpEq)
+            .build()?;
+        assert_eq!(
+            translate_arg(&arg),
+            ScmpArgCompare::new(1, ScmpCompareOp::Equal, 2)
+        );
+        Ok(())
+    }
 
     #[test]
     #[serial]

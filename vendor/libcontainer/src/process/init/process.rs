@@ -154,7 +154,13 @@ pub fn container_init_process(
     // See: https://github.com/opencontainers/runc/blob/v1.4.0/libcontainer/setns_init_linux.go
     if let Some(csocketfd) = args.console_socket {
         let mount_console = matches!(args.container_type, ContainerType::InitContainer);
-        tty::setup_console(ctx.syscall.as_ref(), csocketfd, mount_console).map_err(|err| {
+        // the process's consoleSize, as runc gives it to the terminal it makes
+        let size = ctx
+            .process
+            .console_size()
+            .as_ref()
+            .map(|b| (b.height() as u16, b.width() as u16));
+        tty::setup_console(ctx.syscall.as_ref(), csocketfd, mount_console, size).map_err(|err| {
             tracing::error!(?err, "failed to set up tty");
             InitProcessError::Tty(err)
         })?;
@@ -199,6 +205,15 @@ pub fn container_init_process(
     }
 
     if matches!(args.container_type, ContainerType::InitContainer) {
+        // A read-only /dev is mounted read-write first (the device nodes, the default symlinks and
+        // /dev/console are made in it) and remounted read-only here, as runc's finalizeRootfs does.
+        if dev_mount_readonly(ctx.spec) {
+            remount_readonly(Path::new("/dev"), ctx.syscall.as_ref()).map_err(|err| {
+                tracing::error!(?err, "failed to remount /dev as readonly");
+                err
+            })?;
+        }
+
         if ctx.rootfs_ro {
             let current_flags = statfs("/")
                 .map_err(|err| {
@@ -474,6 +489,9 @@ pub fn container_init_process(
             )
             .map_err(|err| {
                 tracing::error!(?err, "failed to run start container hooks");
+                // start has returned by now and this process reports to no runtime: its stderr is
+                // where the caller sees why the container ended (runc forwards it from its init)
+                let _ = writeln!(std::io::stderr(), "{err}");
                 err
             })?;
         }
@@ -518,6 +536,40 @@ fn sysctl(kernel_params: &HashMap<String, String>) -> Result<()> {
     }
 
     Ok(())
+}
+
+/// Whether the spec mounts `/dev` read-only: its options, in order, end on `ro` rather than `rw`.
+fn dev_mount_readonly(spec: &Spec) -> bool {
+    spec.mounts().iter().flatten().any(|m| {
+        m.destination().components().eq(Path::new("/dev").components())
+            && m.options()
+                .iter()
+                .flatten()
+                .filter(|o| *o == "ro" || *o == "rw")
+                .last()
+                .is_some_and(|o| o == "ro")
+    })
+}
+
+/// Remounts the mount at `path` read-only, keeping its other per-mount flags (a mount in a user
+/// namespace may not clear the locked ones: nosuid, nodev, noexec, atime).
+fn remount_readonly(path: &Path, syscall: &dyn Syscall) -> Result<()> {
+    let current = statfs(path)
+        .map_err(|err| InitProcessError::MountPathReadonly(SyscallError::Nix(err)))?
+        .flags()
+        .bits();
+    syscall
+        .mount(
+            None,
+            path,
+            None,
+            MsFlags::MS_RDONLY
+                | MsFlags::MS_REMOUNT
+                | MsFlags::MS_BIND
+                | MsFlags::from_bits_truncate(current),
+            None,
+        )
+        .map_err(InitProcessError::MountPathReadonly)
 }
 
 // make a read only path
@@ -1083,6 +1135,26 @@ mod tests {
     use super::*;
     use crate::syscall::syscall::create_syscall;
     use crate::syscall::test::{ArgName, IoPriorityArgs, MountArgs, TestHelperSyscall};
+
+    #[test]
+    fn test_dev_mount_readonly_follows_the_last_ro_or_rw() -> Result<()> {
+        use oci_spec::runtime::{MountBuilder, SpecBuilder};
+        let spec = |dest: &str, opts: &[&str]| -> Result<Spec> {
+            let m = MountBuilder::default()
+                .destination(dest)
+                .typ("tmpfs")
+                .source("tmpfs")
+                .options(opts.iter().map(|o| o.to_string()).collect::<Vec<_>>())
+                .build()?;
+            Ok(SpecBuilder::default().mounts(vec![m]).build()?)
+        };
+        assert!(dev_mount_readonly(&spec("/dev", &["nosuid", "ro"])?));
+        assert!(dev_mount_readonly(&spec("/dev/", &["ro", "mode=755"])?));
+        assert!(!dev_mount_readonly(&spec("/dev", &["ro", "rw"])?));
+        assert!(!dev_mount_readonly(&spec("/dev", &["nosuid"])?));
+        assert!(!dev_mount_readonly(&spec("/dev/shm", &["ro"])?));
+        Ok(())
+    }
 
     #[test]
     fn test_readonly_path() -> Result<()> {
