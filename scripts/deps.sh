@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # deps.sh - install everything rloxsc needs to build, run its demo and pass its tests on Debian 12,
 # as root. Idempotent and quick when everything is already there.
-#   scripts/deps.sh          build + demo + test dependencies
-#   scripts/deps.sh --bench  also the benchmark peers (runc, crun, hyperfine)
+#   scripts/deps.sh          build + demo + test dependencies (runc among them)
+#   scripts/deps.sh --bench  also the benchmark peers (crun, hyperfine)
 #   scripts/deps.sh --fuzz   also cargo-fuzz (from crates.io; ~1.5 min to build on 2 cores), for fuzz/
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
-pkgs=(build-essential pkg-config libseccomp-dev libelf-dev zlib1g-dev busybox-static python3 git ca-certificates)
+# runc: tests compare rloxsc's decisions with runc's on the same bundle (tests/caller_seccomp.rs)
+pkgs=(build-essential pkg-config libseccomp-dev libelf-dev zlib1g-dev busybox-static python3 git ca-certificates runc)
 if [ "${1:-}" = "--bench" ]; then
-    pkgs+=(runc crun hyperfine jq time)
+    pkgs+=(crun hyperfine jq time)
 fi
 
 missing=()

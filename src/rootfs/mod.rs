@@ -6,7 +6,7 @@
 //!   rootfs directory), each idmapped onto the container's block of host ids where the kernel can
 //!   (overlayfs layers on Linux 5.19+, a directory on 5.12+), so the container's root owns the image's
 //!   files; its upper layer is the container's **store**: one tmpfs per container, sized by
-//!   `filesystem.store_size` (never above half the container's memory limit), whose pages are
+//!   `[limits] store` (never above half the container's memory limit), whose pages are
 //!   charged to the writing process's memory cgroup. Nothing of the image is copied at create; the
 //!   kernel copies a file up when the container first writes it.
 //! - The root is mounted **read-only** by libcontainer; what the container may write
