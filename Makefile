@@ -10,7 +10,7 @@ DEMO := bundles/demo
 ROOT ?= /run/rloxsc
 DEMO_PORT := 47123
 
-.PHONY: all deps build build-fault bundles demo lint test unit-test integration-test test-v2 test-matrix matrix-baseline test-clients adversarial bench bench-clients fuzz install uninstall fmt clean
+.PHONY: docs-check all deps build build-fault bundles demo lint test unit-test integration-test test-v2 test-matrix matrix-baseline test-clients adversarial bench bench-clients fuzz install uninstall fmt clean
 
 all: build
 
@@ -46,10 +46,16 @@ unit-test: deps
 integration-test: build build-fault bundles
 	$(CARGO) test --release --locked --no-fail-fast --tests -- --test-threads=2
 
+# README's hardening table, SECURITY.md's test counts and docs/SPECIFICATION.md's rows against the
+# code (src/docs_check.rs, the specification test in src/policy.rs); RLOXSC_DOCS_FIX=1 rewrites the counts.
+docs-check: deps
+	$(CARGO) test --release --locked --lib -- docs_check specification_
+
 # The vendored libcontainer is the crates.io release plus vendor/patches (vendor/README.md);
 # formatting; lints (clippy with every warning an error; the crate's [lints] deny unsafe blocks
 # without a SAFETY comment).
-lint: deps
+lint: deps docs-check
+	python3 scripts/imports.py
 	bash vendor/check.sh
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --locked --all-targets -- -D warnings

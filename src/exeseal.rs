@@ -18,13 +18,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 const OVERLAYFS_SUPER_MAGIC: i64 = 0x794c_7630;
-const FSOPEN_CLOEXEC: libc::c_uint = 1;
-const FSCONFIG_SET_STRING: libc::c_uint = 1;
-const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
-const FSMOUNT_CLOEXEC: libc::c_uint = 1;
-const MOUNT_ATTR_RDONLY: libc::c_uint = 0x1;
-const MOUNT_ATTR_NOSUID: libc::c_uint = 0x2;
-const MOUNT_ATTR_NODEV: libc::c_uint = 0x4;
 
 /// How the running binary is protected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,54 +85,13 @@ fn sys(ret: libc::c_long, what: &str) -> Result<OwnedFd> {
 
 /// A detached read-only overlayfs whose top layer is `dir`; returns an fd to `name` in it.
 fn overlay_copy(dir: &Path, name: &CStr, empty: &Path) -> Result<OwnedFd> {
-    let fs = sys(
-        // SAFETY: fsopen with a NUL-terminated filesystem name; the result is checked by `sys`.
-        unsafe { libc::syscall(libc::SYS_fsopen, c"overlay".as_ptr(), FSOPEN_CLOEXEC) },
-        "fsopen(overlay)",
+    let lower = format!("{}:{}", dir.display(), empty.display());
+    let mnt = crate::mountapi::new_fs(
+        c"overlay",
+        &[("lowerdir".to_string(), lower)],
+        crate::mountapi::ATTR_RDONLY | crate::mountapi::ATTR_NOSUID | crate::mountapi::ATTR_NODEV,
     )?;
-    let lower =
-        CString::new(format!("{}:{}", dir.display(), empty.display())).context("path with NUL")?;
-    // SAFETY: fsconfig with valid C strings.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_fsconfig,
-            fs.as_raw_fd(),
-            FSCONFIG_SET_STRING,
-            c"lowerdir".as_ptr(),
-            lower.as_ptr(),
-            0,
-        )
-    };
-    if rc < 0 {
-        bail!("fsconfig(lowerdir): {}", std::io::Error::last_os_error());
-    }
-    // SAFETY: fsconfig's create command on our fs context fd takes no key or value.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_fsconfig,
-            fs.as_raw_fd(),
-            FSCONFIG_CMD_CREATE,
-            std::ptr::null::<u8>(),
-            std::ptr::null::<u8>(),
-            0,
-        )
-    };
-    if rc < 0 {
-        bail!("fsconfig(create): {}", std::io::Error::last_os_error());
-    }
-    let mnt = sys(
-        // SAFETY: fsmount of our created fs context with integer flags; checked by `sys`.
-        unsafe {
-            libc::syscall(
-                libc::SYS_fsmount,
-                fs.as_raw_fd(),
-                FSMOUNT_CLOEXEC,
-                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-            )
-        },
-        "fsmount",
-    )?;
-    // SAFETY: openat relative to the detached mount.
+    // SAFETY: openat relative to the detached mount, with a NUL-terminated name; checked by `sys`.
     let fd = unsafe {
         libc::openat(
             mnt.as_raw_fd(),

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use oci_spec::runtime::{LinuxNamespaceType, Spec};
 
 use crate::harden::filesystem::SYMLINK_SENSITIVE_DESTINATIONS;
-use crate::harden::HostFacts;
+use crate::harden::{HomeLookup, HostFacts};
 use crate::policy::keys;
 
 /// `/proc/self/ns` file name of a namespace type.
@@ -70,7 +70,7 @@ pub fn namespace_owner(path: &Path) -> Option<crate::harden::NamespaceOwner> {
     let uid_map = user_path
         .as_ref()
         .and_then(|u| std::fs::read_to_string(u.parent()?.parent()?.join("uid_map")).ok())
-        .map(|t| crate::verify::parse_id_map(&t))
+        .map(|t| crate::idmap::parse_id_map(&t))
         .unwrap_or_default();
     Some(crate::harden::NamespaceOwner {
         id,
@@ -292,27 +292,6 @@ pub fn open_in_root(root: &Path, rel: &str) -> std::io::Result<std::fs::File> {
         RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
     )?;
     Ok(std::fs::File::from(fd))
-}
-
-/// How a process's home directory was found for its `HOME`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HomeLookup {
-    /// The image's `/etc/passwd` names this home for the uid.
-    Found(String),
-    /// The uid has no entry (or no usable home): `/`, as runc does.
-    NotListed,
-    /// The file could not be used (missing, not a regular file, too large, unreadable): `/`.
-    Unusable(String),
-}
-
-impl HomeLookup {
-    /// The `HOME` to give the process.
-    pub fn home(&self) -> &str {
-        match self {
-            HomeLookup::Found(h) => h,
-            _ => "/",
-        }
-    }
 }
 
 /// Finds uid's home in the image whose root directory is `root` (a bundle's rootfs, or

@@ -8,7 +8,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use oci_spec::runtime::Spec;
 
@@ -22,21 +22,6 @@ fn hash<T: Hash + ?Sized>(t: &T) -> u64 {
     let mut h = DefaultHasher::new();
     t.hash(&mut h);
     h.finish()
-}
-
-/// Lexical normalisation of `p` (`.` and `..` resolved, as canonicalize would without symlinks).
-fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for c in p.components() {
-        match c {
-            Component::Normal(n) => out.push(n),
-            Component::ParentDir => {
-                out.pop();
-            }
-            _ => {}
-        }
-    }
-    out
 }
 
 /// Host facts as `facts::gather` would find them for `spec` on a cgroup v1 host with the bundle at
@@ -80,9 +65,9 @@ pub fn facts_for(spec: &Spec) -> HostFacts {
             let c = if s.contains("link-to-root") {
                 PathBuf::from("/")
             } else if src.is_absolute() {
-                normalize(src)
+                crate::harden::filesystem::normal_abs(src)
             } else {
-                normalize(&Path::new("/bundle").join(src))
+                crate::harden::filesystem::normal_abs(&Path::new("/bundle").join(src))
             };
             canonical_sources.insert(src.clone(), c);
         }
@@ -105,7 +90,7 @@ pub fn facts_for(spec: &Spec) -> HostFacts {
         canonical_sources,
         symlinked_destinations,
         rootfs: PathBuf::from("/bundle/rootfs"),
-        image_home: Some(crate::facts::HomeLookup::Found("/root".into())),
+        image_home: Some(crate::harden::HomeLookup::Found("/root".into())),
         runtime_binaries: vec![PathBuf::from("/usr/local/sbin/rloxsc")],
         userns_base: Some(1 << 30),
         userns_taken: vec![],

@@ -123,6 +123,19 @@ impl IdMap {
     }
 }
 
+/// Parses a `/proc/<pid>/uid_map` (or `gid_map`): one (inside, outside, count) per line.
+pub fn parse_id_map(text: &str) -> Vec<(u64, u64, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let v: Vec<u64> = l
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            (v.len() == 3).then(|| (v[0], v[1], v[2]))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

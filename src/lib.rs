@@ -18,6 +18,8 @@ pub mod commands;
 pub mod container;
 pub mod context;
 pub mod custodian;
+#[cfg(test)]
+mod docs_check;
 pub mod errors;
 pub mod executor;
 pub mod exeseal;
@@ -25,6 +27,7 @@ pub mod facts;
 pub mod fault;
 pub mod footprint;
 pub mod fsutil;
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod harden;

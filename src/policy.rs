@@ -203,7 +203,7 @@ pub struct Policy {
     /// started is killed and the create fails; a `run --timeout` shorter than this bounds it too.
     pub create_timeout_s: u64,
     /// The host ids containers' user-namespace blocks are taken from.
-    pub userns_pool: crate::userns::Pool,
+    pub userns_pool: Pool,
 }
 
 /// The default of [`Policy::store_bytes`]: 256 MiB, ceiling 4 GiB.
@@ -452,7 +452,7 @@ impl Default for Policy {
             extra_syscalls: Vec::new(),
             records_dir: None,
             create_timeout_s: 60,
-            userns_pool: crate::userns::Pool::default(),
+            userns_pool: Pool::default(),
         }
     }
 }
@@ -466,6 +466,38 @@ impl Policy {
             .copied()
             .filter(|c| !FORBIDDEN_CAPABILITIES.contains(c))
             .collect()
+    }
+}
+
+/// The ids (container ids `0..BLOCK`) in one container's block.
+pub const BLOCK: u32 = 65536;
+
+/// The pool blocks are taken from: `blocks` blocks of [`BLOCK`] ids from host id `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Pool {
+    /// First host id of the pool.
+    pub start: u32,
+    /// How many blocks.
+    pub blocks: u32,
+}
+
+impl Default for Pool {
+    /// Host ids 2^30 ..< 2^31: far above any login user, below the ids that signed 32-bit code
+    /// mishandles; 16384 containers at once.
+    fn default() -> Self {
+        Pool {
+            start: 1 << 30,
+            blocks: 16384,
+        }
+    }
+}
+
+impl Pool {
+    /// Whether host id range `[first, first+len)` lies in the pool.
+    pub fn contains(&self, first: u64, len: u64) -> bool {
+        let lo = self.start as u64;
+        let hi = lo + self.blocks as u64 * BLOCK as u64;
+        first >= lo && first + len <= hi
     }
 }
 

@@ -320,15 +320,15 @@ pub fn parse(text: &str) -> Result<Policy> {
             Some(other) => bail!("userns.mode {other:?}: expected \"auto\""),
         }
         if let Some(pool) = &u.pool {
-            let end = pool.start + pool.blocks * crate::userns::BLOCK as u64;
-            if pool.start < crate::userns::BLOCK as u64 || pool.blocks == 0 || end > u32::MAX as u64
+            let end = pool.start + pool.blocks * crate::policy::BLOCK as u64;
+            if pool.start < crate::policy::BLOCK as u64 || pool.blocks == 0 || end > u32::MAX as u64
             {
                 bail!("userns.pool must lie within host ids 65536..2^32 and hold at least one block of 65536 ids");
             }
-            if pool.start % crate::userns::BLOCK as u64 != 0 {
+            if pool.start % crate::policy::BLOCK as u64 != 0 {
                 bail!("userns.pool.start must be a multiple of 65536");
             }
-            p.userns_pool = crate::userns::Pool {
+            p.userns_pool = crate::policy::Pool {
                 start: pool.start as u32,
                 blocks: pool.blocks as u32,
             };

@@ -38,9 +38,9 @@ pub fn read(path: &Path) -> Result<Option<(u64, u64)>> {
 }
 
 /// Whether range (start, count) overlaps rloxsc's pool `pool`.
-pub fn overlaps_pool(range: (u64, u64), pool: &crate::userns::Pool) -> bool {
+pub fn overlaps_pool(range: (u64, u64), pool: &crate::policy::Pool) -> bool {
     let lo = pool.start as u64;
-    let hi = lo + pool.blocks as u64 * crate::userns::BLOCK as u64;
+    let hi = lo + pool.blocks as u64 * crate::policy::BLOCK as u64;
     range.0 < hi && range.0 + range.1 > lo
 }
 
@@ -74,7 +74,7 @@ mod tests {
             Some((START, COUNT))
         );
         assert_eq!(range_in("alice:100000:65536\n"), None);
-        let pool = crate::userns::Pool::default();
+        let pool = crate::policy::Pool::default();
         assert!(!overlaps_pool((START, COUNT), &pool));
         assert!(overlaps_pool((1 << 30, 10), &pool));
     }

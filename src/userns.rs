@@ -18,12 +18,10 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::policy::keys;
+pub use crate::policy::{Pool, BLOCK};
 
 /// Where allocations are recorded (one file per block, and the lock).
 pub const ALLOC_DIR: &str = "/run/rloxsc-userns";
-
-/// The ids in one container's block.
-pub const BLOCK: u32 = 65536;
 
 /// A container's id mapping: container ids `0..BLOCK` are host ids `base..base+BLOCK`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,35 +38,6 @@ impl Allocation {
 
     fn file(&self) -> PathBuf {
         Path::new(ALLOC_DIR).join(format!("{}", self.base))
-    }
-}
-
-/// The pool blocks are taken from: `blocks` blocks of [`BLOCK`] ids from host id `start`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pool {
-    /// First host id of the pool.
-    pub start: u32,
-    /// How many blocks.
-    pub blocks: u32,
-}
-
-impl Default for Pool {
-    /// Host ids 2^30 ..< 2^31: far above any login user, below the ids that signed 32-bit code
-    /// mishandles; 16384 containers at once.
-    fn default() -> Self {
-        Pool {
-            start: 1 << 30,
-            blocks: 16384,
-        }
-    }
-}
-
-impl Pool {
-    /// Whether host id range `[first, first+len)` lies in the pool.
-    pub fn contains(&self, first: u64, len: u64) -> bool {
-        let lo = self.start as u64;
-        let hi = lo + self.blocks as u64 * BLOCK as u64;
-        first >= lo && first + len <= hi
     }
 }
 

@@ -15,6 +15,7 @@ use crate::harden::namespaces::required_namespaces;
 use crate::harden::privileges::allowed_capability_mask;
 use crate::harden::resources::{memory_limit, pids_limit};
 use crate::harden::HostFacts;
+use crate::idmap::parse_id_map;
 use crate::policy::{keys, NetworkMode, Policy};
 
 /// One containment property that did not hold.
@@ -227,33 +228,33 @@ fn limit_pair(l: &procfs::process::Limit) -> (u64, u64) {
     (v(&l.soft_limit), v(&l.hard_limit))
 }
 
-fn mount_line(m: procfs::process::MountInfo) -> MountLine {
-    let mut opts: Vec<String> = m.mount_options.into_keys().collect();
-    opts.sort();
-    MountLine {
-        id: m.mnt_id.to_string(),
-        parent: m.pid.to_string(),
-        point: unescape(&m.mount_point.to_string_lossy()),
-        opts,
-        fstype: m.fs_type,
-        source: m.mount_source.map(|s| unescape(&s)).unwrap_or_default(),
-        super_opts: m
-            .super_options
-            .iter()
-            .map(|(k, v)| match v {
-                Some(v) => format!("{k}={v}"),
-                None => k.clone(),
-            })
-            .collect::<Vec<_>>()
-            .join(","),
+impl From<crate::mountinfo::Mount> for MountLine {
+    /// The verification's view of a mount read by [`crate::mountinfo`], the one mountinfo reader.
+    fn from(m: crate::mountinfo::Mount) -> MountLine {
+        MountLine {
+            id: m.id.to_string(),
+            parent: m.parent.to_string(),
+            point: m.point.to_string_lossy().into_owned(),
+            opts: m.opts,
+            fstype: m.fstype,
+            source: m.source.unwrap_or_default(),
+            super_opts: m
+                .super_opts
+                .into_iter()
+                .map(|(k, v)| match v {
+                    Some(v) => format!("{k}={v}"),
+                    None => k,
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+        }
     }
 }
 
-/// Parses mountinfo text into mount lines (all of them, covered or not; with `procfs`).
+/// Parses mountinfo text into mount lines (all of them, covered or not).
 pub fn parse_mountinfo(text: &str) -> Result<Vec<MountLine>, String> {
-    use procfs::FromBufRead;
-    procfs::process::MountInfos::from_buf_read(text.as_bytes())
-        .map(|m| m.0.into_iter().map(mount_line).collect())
+    crate::mountinfo::parse(text)
+        .map(|m| m.into_iter().map(MountLine::from).collect())
         .map_err(|e| e.to_string())
 }
 
@@ -300,12 +301,9 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
             .map(|d| crate::netns::mark_inert(pid, d.into_keys().collect()))
             .map_err(|e| format!("/proc/{pid}/net/dev: {e}"))
     });
-    let mounts: Result<Vec<MountLine>, String> =
-        process.as_ref().map_err(Clone::clone).and_then(|p| {
-            p.mountinfo()
-                .map(|m| m.0.into_iter().map(mount_line).collect())
-                .map_err(|e| format!("/proc/{pid}/mountinfo: {e}"))
-        });
+    let mounts: Result<Vec<MountLine>, String> = crate::mountinfo::of_pid(pid)
+        .map(|m| m.into_iter().map(MountLine::from).collect())
+        .map_err(|e| format!("{e:#}"));
     let rlimits = process.as_ref().map_err(Clone::clone).and_then(|p| {
         p.limits()
             .map(|l| RlimitFacts {
@@ -571,19 +569,6 @@ pub fn check_processes(obs: &Observation, filters: u32) -> Vec<Failure> {
     out
 }
 
-/// Parses a `/proc/<pid>/uid_map` (or `gid_map`): one (inside, outside, count) per line.
-pub fn parse_id_map(text: &str) -> Vec<(u64, u64, u64)> {
-    text.lines()
-        .filter_map(|l| {
-            let v: Vec<u64> = l
-                .split_whitespace()
-                .filter_map(|x| x.parse().ok())
-                .collect();
-            (v.len() == 3).then(|| (v[0], v[1], v[2]))
-        })
-        .collect()
-}
-
 /// The init's user namespace maps exactly the spec's ids (never the host's whole range), maps
 /// nothing onto host id 0, and the init runs as a host uid other than 0.
 pub fn check_id_maps(
@@ -775,13 +760,6 @@ fn visible_mounts(all: &[MountLine]) -> Vec<MountLine> {
         false
     };
     all.iter().filter(|m| !hidden(m)).cloned().collect()
-}
-
-fn unescape(s: &str) -> String {
-    s.replace("\\040", " ")
-        .replace("\\011", "\t")
-        .replace("\\012", "\n")
-        .replace("\\134", "\\")
 }
 
 /// The root is read-only; every sysfs and cgroupfs is read-only; `/proc/sys` is read-only; every tmpfs

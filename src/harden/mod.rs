@@ -90,7 +90,7 @@ pub struct HostFacts {
     pub userns_taken: Vec<(u64, u64)>,
     /// The home directory of the spec's user in the image, read from outside (see
     /// [`crate::facts::image_home`]); `None`: not looked up (the spec sets `HOME`).
-    pub image_home: Option<crate::facts::HomeLookup>,
+    pub image_home: Option<HomeLookup>,
 }
 
 /// The user namespace that owns a namespace the caller joins by path.
@@ -209,7 +209,7 @@ pub fn harden_process(
     process: &mut Process,
     policy: &Policy,
     inherited: Option<&[PosixRlimit]>,
-    home: Option<&crate::facts::HomeLookup>,
+    home: Option<&HomeLookup>,
     changes: &mut Changes,
 ) -> Result<(), Refusal> {
     if process.rlimits().is_none() {
@@ -227,8 +227,7 @@ pub fn harden_process(
 /// passwd file read by rloxsc from outside, so that libcontainer never looks the user up inside the
 /// container: a lookup there goes through glibc's NSS, which loads modules the image ships into the
 /// runtime's own process before rloxsc's seccomp filter is in place.
-fn set_home(process: &mut Process, home: Option<&crate::facts::HomeLookup>, changes: &mut Changes) {
-    use crate::facts::HomeLookup;
+fn set_home(process: &mut Process, home: Option<&HomeLookup>, changes: &mut Changes) {
     let mut env = process.env().clone().unwrap_or_default();
     let has_home = env
         .iter()
@@ -281,6 +280,27 @@ fn validate_basics(spec: &Spec) -> Result<(), Refusal> {
         ));
     }
     Ok(())
+}
+
+/// How a process's home directory was found for its `HOME`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HomeLookup {
+    /// The image's `/etc/passwd` names this home for the uid.
+    Found(String),
+    /// The uid has no entry (or no usable home): `/`, as runc does.
+    NotListed,
+    /// The file could not be used (missing, not a regular file, too large, unreadable): `/`.
+    Unusable(String),
+}
+
+impl HomeLookup {
+    /// The `HOME` to give the process.
+    pub fn home(&self) -> &str {
+        match self {
+            HomeLookup::Found(h) => h,
+            _ => "/",
+        }
+    }
 }
 
 #[cfg(test)]

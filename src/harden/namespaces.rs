@@ -184,7 +184,7 @@ pub fn block_mapping(base: u32) -> LinuxIdMapping {
     oci_spec::runtime::LinuxIdMappingBuilder::default()
         .container_id(0u32)
         .host_id(base)
-        .size(crate::userns::BLOCK)
+        .size(crate::policy::BLOCK)
         .build()
         .expect("an id mapping with every field set is valid")
 }
@@ -334,8 +334,8 @@ pub fn harden_user_namespace(
         keys::USERNS,
         format!(
             "user namespace: container ids 0..{} are host ids {base}..{} (the container's root is host uid {base})",
-            crate::userns::BLOCK,
-            base as u64 + crate::userns::BLOCK as u64
+            crate::policy::BLOCK,
+            base as u64 + crate::policy::BLOCK as u64
         ),
     );
     Ok(())

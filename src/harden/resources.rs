@@ -384,6 +384,194 @@ pub fn pids_limit(spec: &Spec) -> Option<i64> {
     )
 }
 
+/// On a host with cgroup v1 hierarchies, `linux.resources.unified` (raw cgroup v2 files) cannot be
+/// applied: libcontainer skipped it silently; runc refuses the config (`invalid configuration`), and
+/// so does rloxsc rather than run the container without what the caller asked for.
+pub fn refuse_unified_on_v1(spec: &Spec, facts: &super::HostFacts) -> Result<(), super::Refusal> {
+    let unified = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.resources().as_ref())
+        .and_then(|r| r.unified().as_ref())
+        .filter(|u| !u.is_empty());
+    match unified {
+        Some(u) if !facts.cgroup_v1_hierarchies.is_empty() => {
+            let mut names: Vec<&str> = u.keys().map(String::as_str).collect();
+            names.sort_unstable();
+            Err(super::Refusal {
+                key: keys::UNIFIED,
+                reason: format!(
+                    "invalid configuration: linux.resources.unified ({}) needs cgroup v2, and this host's cgroups are v1",
+                    names.join(", ")
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Clamps an `update` request (runc's JSON resources or the single-value flags) against the policy,
+/// with runc's and the CRI's conventions for every resource, on cgroup v1 and v2 alike: zero (or an
+/// empty string) and absent mean "leave it as it is" (Docker sends `{"cpu":{"shares":0,"quota":0,
+/// "period":0}}` and `{"blockIO":{"weight":0}}` with every `docker update`), `-1` means unlimited,
+/// which for pids and memory is then the policy's ceiling. Pids and memory above their ceilings are
+/// clamped, swap never exceeds memory, device rules and raw v2 keys that could widen containment are
+/// dropped. `current` is the container's hardened resources, used for the memory limit when the
+/// request does not change it. Returns the resources to apply and the changes made to the request.
+pub fn clamp_update(
+    requested: &LinuxResources,
+    current: &LinuxResources,
+    policy: &Policy,
+) -> (LinuxResources, Vec<super::Change>) {
+    let mut changes = Changes::default();
+    let mut out = requested.clone();
+
+    out.set_pids(None);
+    if let Some(p) = requested.pids().filter(|p| p.limit() != 0) {
+        let asked = p.limit();
+        let limit = if asked < 0 {
+            policy.pids.ceiling
+        } else {
+            (asked as u64).min(policy.pids.ceiling)
+        };
+        if asked < 0 || asked as u64 != limit {
+            changes.push(
+                keys::PIDS,
+                format!("update: pids limit {asked} -> {limit} (ceiling)"),
+            );
+        }
+        let mut lp = LinuxPids::default();
+        lp.set_limit(limit as i64);
+        out.set_pids(Some(lp));
+    }
+    out.set_cpu(requested.cpu().as_ref().and_then(cpu_update));
+    out.set_block_io(requested.block_io().as_ref().and_then(block_io_update));
+
+    let current_limit = current.memory().and_then(|m| m.limit()).filter(|&l| l > 0);
+    if let Some(m) = requested.memory() {
+        let m = *m;
+        let mut mem = m;
+        let limit = match m.limit() {
+            Some(l) if l > 0 => {
+                let clamped = (l as u64).min(policy.memory_bytes.ceiling) as i64;
+                if clamped != l {
+                    changes.push(
+                        keys::MEMORY,
+                        format!("update: memory limit {l} -> {clamped} (ceiling)"),
+                    );
+                }
+                Some(clamped)
+            }
+            Some(l) if l < 0 => {
+                let c = policy.memory_bytes.ceiling as i64;
+                changes.push(
+                    keys::MEMORY,
+                    format!("update: unlimited memory -> {c} (ceiling)"),
+                );
+                Some(c)
+            }
+            _ => None, // zero or absent: unchanged
+        };
+        mem.set_limit(limit);
+        let effective = limit.or(current_limit);
+        match (m.swap(), effective) {
+            (Some(s), Some(l)) if s != 0 && s != l => {
+                changes.push(
+                    keys::MEMORY,
+                    format!("update: memory+swap {s} -> {l} (swap not above memory)"),
+                );
+                mem.set_swap(Some(l));
+            }
+            (_, Some(l)) if limit.is_some() => {
+                mem.set_swap(Some(l));
+            }
+            (Some(0), _) | (None, _) => {
+                mem.set_swap(None);
+            }
+            _ => {}
+        }
+        if mem.kernel().is_some() {
+            #[allow(deprecated)]
+            mem.set_kernel(None);
+        }
+        if mem.disable_oom_killer() == Some(true) {
+            mem.set_disable_oom_killer(Some(false));
+            changes.push(keys::MEMORY, "update: the OOM killer cannot be disabled");
+        }
+        if mem.reservation() == Some(0) {
+            mem.set_reservation(None);
+        }
+        let anything = mem.limit().is_some()
+            || mem.swap().is_some()
+            || mem.reservation().is_some()
+            || mem.swappiness().is_some()
+            || mem.disable_oom_killer().is_some()
+            || mem.use_hierarchy().is_some()
+            || mem.check_before_update().is_some();
+        out.set_memory(anything.then_some(mem));
+    }
+
+    if requested.devices().as_ref().is_some_and(|d| !d.is_empty()) {
+        changes.push(
+            keys::DEVICES,
+            "update: device rules ignored (the device set never widens)",
+        );
+    }
+    out.set_devices(None);
+    if let Some(u) = out.unified_mut() {
+        let before = u.len();
+        u.retain(|k, _| k.starts_with("cpu.") || k.starts_with("io.") || k.starts_with("hugetlb."));
+        if u.len() != before {
+            changes.push(
+                keys::UNIFIED,
+                "update: raw cgroup v2 keys other than cpu.*, io.*, hugetlb.* dropped",
+            );
+        }
+    }
+    (out, changes.0)
+}
+
+/// The cpu part of an update with its zeros and empty strings taken as unset; `None` when nothing is
+/// left to change. A quota of -1 (no CPU limit) passes: it widens nothing rloxsc limits.
+fn cpu_update(c: &LinuxCpu) -> Option<LinuxCpu> {
+    let mut c = c.clone();
+    c.set_shares(c.shares().filter(|&v| v != 0));
+    c.set_quota(c.quota().filter(|&v| v != 0));
+    c.set_period(c.period().filter(|&v| v != 0));
+    c.set_realtime_runtime(c.realtime_runtime().filter(|&v| v != 0));
+    c.set_realtime_period(c.realtime_period().filter(|&v| v != 0));
+    c.set_cpus(c.cpus().clone().filter(|v| !v.is_empty()));
+    c.set_mems(c.mems().clone().filter(|v| !v.is_empty()));
+    let anything = c.shares().is_some()
+        || c.quota().is_some()
+        || c.period().is_some()
+        || c.realtime_runtime().is_some()
+        || c.realtime_period().is_some()
+        || c.cpus().is_some()
+        || c.mems().is_some()
+        || c.burst().is_some()
+        || c.idle().is_some();
+    anything.then_some(c)
+}
+
+/// The blockIO part of an update with zero weights taken as unset; `None` when nothing is left.
+fn block_io_update(b: &LinuxBlockIo) -> Option<LinuxBlockIo> {
+    let mut b = b.clone();
+    b.set_weight(b.weight().filter(|&w| w != 0));
+    b.set_leaf_weight(b.leaf_weight().filter(|&w| w != 0));
+    fn nonempty<T>(v: &Option<Vec<T>>) -> bool {
+        v.as_ref().is_some_and(|v| !v.is_empty())
+    }
+    let anything = b.weight().is_some()
+        || b.leaf_weight().is_some()
+        || nonempty(b.weight_device())
+        || nonempty(b.throttle_read_bps_device())
+        || nonempty(b.throttle_write_bps_device())
+        || nonempty(b.throttle_read_iops_device())
+        || nonempty(b.throttle_write_iops_device());
+    anything.then_some(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -663,194 +851,6 @@ mod tests {
         assert!(!m.contains_key("kernel.core_pattern"));
         assert!(m.contains_key("net.ipv4.ip_forward"));
     }
-}
-
-/// On a host with cgroup v1 hierarchies, `linux.resources.unified` (raw cgroup v2 files) cannot be
-/// applied: libcontainer skipped it silently; runc refuses the config (`invalid configuration`), and
-/// so does rloxsc rather than run the container without what the caller asked for.
-pub fn refuse_unified_on_v1(spec: &Spec, facts: &super::HostFacts) -> Result<(), super::Refusal> {
-    let unified = spec
-        .linux()
-        .as_ref()
-        .and_then(|l| l.resources().as_ref())
-        .and_then(|r| r.unified().as_ref())
-        .filter(|u| !u.is_empty());
-    match unified {
-        Some(u) if !facts.cgroup_v1_hierarchies.is_empty() => {
-            let mut names: Vec<&str> = u.keys().map(String::as_str).collect();
-            names.sort_unstable();
-            Err(super::Refusal {
-                key: keys::UNIFIED,
-                reason: format!(
-                    "invalid configuration: linux.resources.unified ({}) needs cgroup v2, and this host's cgroups are v1",
-                    names.join(", ")
-                ),
-            })
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Clamps an `update` request (runc's JSON resources or the single-value flags) against the policy,
-/// with runc's and the CRI's conventions for every resource, on cgroup v1 and v2 alike: zero (or an
-/// empty string) and absent mean "leave it as it is" (Docker sends `{"cpu":{"shares":0,"quota":0,
-/// "period":0}}` and `{"blockIO":{"weight":0}}` with every `docker update`), `-1` means unlimited,
-/// which for pids and memory is then the policy's ceiling. Pids and memory above their ceilings are
-/// clamped, swap never exceeds memory, device rules and raw v2 keys that could widen containment are
-/// dropped. `current` is the container's hardened resources, used for the memory limit when the
-/// request does not change it. Returns the resources to apply and the changes made to the request.
-pub fn clamp_update(
-    requested: &LinuxResources,
-    current: &LinuxResources,
-    policy: &Policy,
-) -> (LinuxResources, Vec<super::Change>) {
-    let mut changes = Changes::default();
-    let mut out = requested.clone();
-
-    out.set_pids(None);
-    if let Some(p) = requested.pids().filter(|p| p.limit() != 0) {
-        let asked = p.limit();
-        let limit = if asked < 0 {
-            policy.pids.ceiling
-        } else {
-            (asked as u64).min(policy.pids.ceiling)
-        };
-        if asked < 0 || asked as u64 != limit {
-            changes.push(
-                keys::PIDS,
-                format!("update: pids limit {asked} -> {limit} (ceiling)"),
-            );
-        }
-        let mut lp = LinuxPids::default();
-        lp.set_limit(limit as i64);
-        out.set_pids(Some(lp));
-    }
-    out.set_cpu(requested.cpu().as_ref().and_then(cpu_update));
-    out.set_block_io(requested.block_io().as_ref().and_then(block_io_update));
-
-    let current_limit = current.memory().and_then(|m| m.limit()).filter(|&l| l > 0);
-    if let Some(m) = requested.memory() {
-        let m = *m;
-        let mut mem = m;
-        let limit = match m.limit() {
-            Some(l) if l > 0 => {
-                let clamped = (l as u64).min(policy.memory_bytes.ceiling) as i64;
-                if clamped != l {
-                    changes.push(
-                        keys::MEMORY,
-                        format!("update: memory limit {l} -> {clamped} (ceiling)"),
-                    );
-                }
-                Some(clamped)
-            }
-            Some(l) if l < 0 => {
-                let c = policy.memory_bytes.ceiling as i64;
-                changes.push(
-                    keys::MEMORY,
-                    format!("update: unlimited memory -> {c} (ceiling)"),
-                );
-                Some(c)
-            }
-            _ => None, // zero or absent: unchanged
-        };
-        mem.set_limit(limit);
-        let effective = limit.or(current_limit);
-        match (m.swap(), effective) {
-            (Some(s), Some(l)) if s != 0 && s != l => {
-                changes.push(
-                    keys::MEMORY,
-                    format!("update: memory+swap {s} -> {l} (swap not above memory)"),
-                );
-                mem.set_swap(Some(l));
-            }
-            (_, Some(l)) if limit.is_some() => {
-                mem.set_swap(Some(l));
-            }
-            (Some(0), _) | (None, _) => {
-                mem.set_swap(None);
-            }
-            _ => {}
-        }
-        if mem.kernel().is_some() {
-            #[allow(deprecated)]
-            mem.set_kernel(None);
-        }
-        if mem.disable_oom_killer() == Some(true) {
-            mem.set_disable_oom_killer(Some(false));
-            changes.push(keys::MEMORY, "update: the OOM killer cannot be disabled");
-        }
-        if mem.reservation() == Some(0) {
-            mem.set_reservation(None);
-        }
-        let anything = mem.limit().is_some()
-            || mem.swap().is_some()
-            || mem.reservation().is_some()
-            || mem.swappiness().is_some()
-            || mem.disable_oom_killer().is_some()
-            || mem.use_hierarchy().is_some()
-            || mem.check_before_update().is_some();
-        out.set_memory(anything.then_some(mem));
-    }
-
-    if requested.devices().as_ref().is_some_and(|d| !d.is_empty()) {
-        changes.push(
-            keys::DEVICES,
-            "update: device rules ignored (the device set never widens)",
-        );
-    }
-    out.set_devices(None);
-    if let Some(u) = out.unified_mut() {
-        let before = u.len();
-        u.retain(|k, _| k.starts_with("cpu.") || k.starts_with("io.") || k.starts_with("hugetlb."));
-        if u.len() != before {
-            changes.push(
-                keys::UNIFIED,
-                "update: raw cgroup v2 keys other than cpu.*, io.*, hugetlb.* dropped",
-            );
-        }
-    }
-    (out, changes.0)
-}
-
-/// The cpu part of an update with its zeros and empty strings taken as unset; `None` when nothing is
-/// left to change. A quota of -1 (no CPU limit) passes: it widens nothing rloxsc limits.
-fn cpu_update(c: &LinuxCpu) -> Option<LinuxCpu> {
-    let mut c = c.clone();
-    c.set_shares(c.shares().filter(|&v| v != 0));
-    c.set_quota(c.quota().filter(|&v| v != 0));
-    c.set_period(c.period().filter(|&v| v != 0));
-    c.set_realtime_runtime(c.realtime_runtime().filter(|&v| v != 0));
-    c.set_realtime_period(c.realtime_period().filter(|&v| v != 0));
-    c.set_cpus(c.cpus().clone().filter(|v| !v.is_empty()));
-    c.set_mems(c.mems().clone().filter(|v| !v.is_empty()));
-    let anything = c.shares().is_some()
-        || c.quota().is_some()
-        || c.period().is_some()
-        || c.realtime_runtime().is_some()
-        || c.realtime_period().is_some()
-        || c.cpus().is_some()
-        || c.mems().is_some()
-        || c.burst().is_some()
-        || c.idle().is_some();
-    anything.then_some(c)
-}
-
-/// The blockIO part of an update with zero weights taken as unset; `None` when nothing is left.
-fn block_io_update(b: &LinuxBlockIo) -> Option<LinuxBlockIo> {
-    let mut b = b.clone();
-    b.set_weight(b.weight().filter(|&w| w != 0));
-    b.set_leaf_weight(b.leaf_weight().filter(|&w| w != 0));
-    fn nonempty<T>(v: &Option<Vec<T>>) -> bool {
-        v.as_ref().is_some_and(|v| !v.is_empty())
-    }
-    let anything = b.weight().is_some()
-        || b.leaf_weight().is_some()
-        || nonempty(b.weight_device())
-        || nonempty(b.throttle_read_bps_device())
-        || nonempty(b.throttle_write_bps_device())
-        || nonempty(b.throttle_read_iops_device())
-        || nonempty(b.throttle_write_iops_device());
-    anything.then_some(b)
 }
 
 #[cfg(test)]

@@ -24,8 +24,8 @@ pub enum Source {
         /// The client's upper layer: the container's own layer, where its writes belong.
         upper: PathBuf,
     },
-    /// A mount of its own that is not an overlay: the rootfs directory itself is the container's
-    /// layer.
+    /// A mount of its own that is not an overlay (or an overlay whose layers the host cannot reach):
+    /// the rootfs directory itself is the image and the container's layer.
     OwnMount,
 }
 
@@ -129,14 +129,16 @@ pub fn of(rootfs: &Path, mounts: &[Mount]) -> Result<Source> {
     for l in split_lowerdir(lower)? {
         lowers.push(resolve(&l, home.as_deref())?);
     }
-    for p in std::iter::once(&upper).chain(&lowers) {
-        if !p.is_dir() {
-            bail!(
-                "a layer of the rootfs overlay, {}, is not a directory rloxsc can reach (policy key {})",
-                p.display(),
-                keys::ROOTFS
-            );
-        }
+    // Podman with `userns = "auto"` and containerd 2.x with a pod's user namespace stack idmapped
+    // clones of the layers that they detach once the overlay is mounted: its layers are then not
+    // reachable by path, and the overlay mount itself is the image (and the container's layer)
+    if let Some(p) = std::iter::once(&upper).chain(&lowers).find(|p| !p.is_dir()) {
+        tracing::info!(
+            "the rootfs overlay's layer {} is not reachable from the host: the rootfs mount itself is the image and the container's layer (policy key {})",
+            p.display(),
+            keys::ROOTFS
+        );
+        return Ok(Source::OwnMount);
     }
     Ok(Source::Overlay { lowers, upper })
 }
@@ -203,7 +205,8 @@ mod tests {
             "overlay",
             "rw,lowerdir=/nonexistent/x,upperdir=id1/diff,workdir=id1/work",
         );
-        assert!(of(&merged, &[gone]).is_err());
+        // (Podman's userns = "auto": idmapped layer clones detached after the overlay was mounted)
+        assert_eq!(of(&merged, &[gone]).unwrap(), Source::OwnMount);
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -201,22 +201,6 @@ pub fn ensure_in_root(
     ensure_in_root_hops(root, dest, file, mode, owner, no_symlinks, 0)
 }
 
-/// `p` made absolute with `.` and `..` resolved lexically (never above `/`): a symlink target read
-/// from the image, taken inside the root.
-fn normal_abs_lexical(p: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for c in p.components() {
-        match c {
-            Component::Normal(n) => out.push(n),
-            Component::ParentDir => {
-                out.pop();
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
 fn ensure_in_root_hops(
     root: &OwnedFd,
     dest: &Path,
@@ -279,7 +263,7 @@ fn ensure_in_root_hops(
                 }
                 return ensure_in_root_hops(
                     root,
-                    &normal_abs_lexical(&next),
+                    &crate::harden::filesystem::normal_abs(&next),
                     file,
                     mode,
                     owner,
