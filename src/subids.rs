@@ -3,7 +3,8 @@
 //! gives each container a mapping of its own (then rloxsc keeps it, and `podman cp` and the API's
 //! put_archive write files the container's root owns). The range rloxsc adds lies below rloxsc's
 //! own pool (`userns.pool`, host ids 2^30 and up), so the two never overlap. `rloxsc doctor` says
-//! whether it is there; `rloxsc doctor --fix` (which `make install` runs) adds it.
+//! whether it is there; `rloxsc doctor --fix` adds it. (contrib's containers.conf no longer sets
+//! `userns = "auto"`: Podman 4.3 then runs the runtime's create in a private mount namespace.)
 
 use std::path::Path;
 

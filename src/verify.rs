@@ -436,7 +436,7 @@ pub fn check_store(s: &StoreFacts) -> Vec<Failure> {
         _ => vec![fail(
             keys::WRITABLE,
             format!(
-                "the container's store ({}) has no size limit on the host",
+                "the container's store ({}) has no size limit on the host, or is not mounted in this mount namespace (rloxsc's verbs must share the one create ran in)",
                 s.upper.as_deref().unwrap_or("no upper layer")
             ),
         )],
@@ -762,14 +762,40 @@ fn visible_mounts(all: &[MountLine]) -> Vec<MountLine> {
     all.iter().filter(|m| !hidden(m)).cloned().collect()
 }
 
+/// The destinations of the spec's bind mounts.
+fn bind_destinations(spec: &Spec) -> Vec<PathBuf> {
+    spec.mounts()
+        .iter()
+        .flatten()
+        .filter(|m| {
+            m.typ().as_deref() == Some("bind")
+                || m.options()
+                    .iter()
+                    .flatten()
+                    .any(|o| o == "bind" || o == "rbind")
+        })
+        .map(|m| m.destination().clone())
+        .collect()
+}
+
+/// Whether mount point `point` is a bind's destination or lies below one: a host filesystem bound
+/// in (a host directory on a tmpfs, `/tmp` on Debian 13), whose size is the host's and whose pages
+/// the container's writes are charged for, not a tmpfs made for the container.
+fn is_bound_in(point: &str, binds: &[PathBuf]) -> bool {
+    let p = Path::new(point);
+    binds.iter().any(|b| p.starts_with(b))
+}
+
 /// The root is read-only; every sysfs and cgroupfs is read-only; `/proc/sys` is read-only; every tmpfs
-/// has a size; every masked path that exists is covered by a mount.
+/// made for the container has a size (a host tmpfs bound in keeps the host's); every masked path
+/// that exists is covered by a mount.
 pub fn check_mounts(
     all: &[MountLine],
     spec: &Spec,
     existing: &std::collections::BTreeSet<String>,
 ) -> Vec<Failure> {
     let mounts = visible_mounts(all);
+    let binds = bind_destinations(spec);
     let mut out = Vec::new();
     let ro = |o: &Vec<String>| o.iter().any(|x| x == "ro");
     let top = |mp: &str| {
@@ -806,6 +832,7 @@ pub fn check_mounts(
         if m.fstype == "tmpfs"
             && !m.super_opts.split(',').any(|o| o.starts_with("size="))
             && !ro(&m.opts)
+            && !is_bound_in(&m.point, &binds)
         {
             out.push(fail(
                 keys::TMPFS,
@@ -1183,6 +1210,30 @@ mod tests {
         assert_eq!(
             check_mounts(&mounts(&big_tmp), &spec, &none())[0].key,
             keys::TMPFS
+        );
+        // a host directory on a tmpfs bound in keeps the host's size (Debian 13's /tmp)
+        let mut wspec = Spec::default();
+        wspec.set_mounts(Some(vec![oci_spec::runtime::MountBuilder::default()
+            .destination("/data")
+            .typ("bind")
+            .source("/tmp/host-dir")
+            .options(vec![
+                "rbind".to_string(),
+                "nosuid".to_string(),
+                "nodev".to_string(),
+            ])
+            .build()
+            .unwrap()]));
+        let host_tmp = format!("{good}21 1 0:9 /host-dir /data rw,nosuid,nodev - tmpfs tmpfs rw\n");
+        let f = check_mounts(&mounts(&host_tmp), &wspec, &none());
+        assert!(f.iter().all(|f| f.key != keys::TMPFS), "{f:?}");
+        assert_eq!(
+            check_mounts(&mounts(&host_tmp), &spec, &none())
+                .iter()
+                .filter(|f| f.key == keys::TMPFS)
+                .count(),
+            1,
+            "the same tmpfs, not bound in, is refused"
         );
         // a masked path that exists in the root but has no mount over it
         let mut mspec = Spec::default();

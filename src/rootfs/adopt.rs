@@ -39,7 +39,7 @@ pub fn adopt(dir: &Path, mapping: &IdMap) -> Result<Adopted> {
     )
     .with_context(|| format!("cannot open {}", dir.display()))?;
     let mut out = Adopted::default();
-    walk(&top, mapping, &mut out, 0)?;
+    walk_through(&top, &top, mapping, &mut out, 0)?;
     Ok(out)
 }
 
@@ -60,6 +60,9 @@ pub fn adopt_through(upper: &Path, view: &Path, mapping: &IdMap) -> Result<Adopt
     Ok(out)
 }
 
+/// Gives each entry under `upper` that the container's mapping lacks to the container's id of the
+/// same number, changing it by name in `view`'s matching directory (the same directory, for a
+/// store path; the overlay's, for its upper layer).
 fn walk_through(
     upper: &std::os::fd::OwnedFd,
     view: &std::os::fd::OwnedFd,
@@ -115,47 +118,6 @@ fn own(mapping: &IdMap, uid: u32, gid: u32) -> Option<(u32, u32)> {
         None => mapping.host_gid(gid)?,
     };
     ((u, g) != (uid, gid)).then_some((u, g))
-}
-
-fn walk(
-    dir: &std::os::fd::OwnedFd,
-    mapping: &IdMap,
-    out: &mut Adopted,
-    depth: usize,
-) -> Result<()> {
-    if depth > tree::MAX_DEPTH {
-        return Ok(());
-    }
-    for name in tree::names_in(dir)? {
-        let Ok(st) = tree::lstat_at(dir.as_raw_fd(), &name) else {
-            continue;
-        };
-        let k = tree::kind(&st);
-        if k == Kind::Whiteout {
-            continue;
-        }
-        if let Some((u, g)) = own(mapping, st.st_uid, st.st_gid) {
-            // SAFETY: fchownat by name in our directory fd, never following a symlink
-            let rc = unsafe {
-                libc::fchownat(
-                    dir.as_raw_fd(),
-                    name.as_ptr(),
-                    u,
-                    g,
-                    libc::AT_SYMLINK_NOFOLLOW,
-                )
-            };
-            if rc == 0 {
-                out.entries += 1;
-            }
-        }
-        if k == Kind::Dir {
-            if let Ok(d) = tree::open_dir_at(dir.as_raw_fd(), &name) {
-                walk(&d, mapping, out, depth + 1)?;
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

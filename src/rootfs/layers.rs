@@ -133,6 +133,15 @@ pub fn of(rootfs: &Path, mounts: &[Mount]) -> Result<Source> {
     // clones of the layers that they detach once the overlay is mounted: its layers are then not
     // reachable by path, and the overlay mount itself is the image (and the container's layer)
     if let Some(p) = std::iter::once(&upper).chain(&lowers).find(|p| !p.is_dir()) {
+        if !in_hosts_mount_namespace() {
+            // Podman 4.3 with `userns = "auto"`: create runs in a private mount namespace holding
+            // the idmapped layers, start and delete outside it, where the store would be unreachable
+            bail!(
+                "the rootfs overlay's layer {} is reachable only in a private mount namespace, which this create runs in and later verbs do not (Podman's userns = \"auto\" does this): remove userns from containers.conf, rloxsc gives the container a user namespace of its own (policy key {})",
+                p.display(),
+                keys::WRITABLE
+            );
+        }
         tracing::info!(
             "the rootfs overlay's layer {} is not reachable from the host: the rootfs mount itself is the image and the container's layer (policy key {})",
             p.display(),
@@ -141,6 +150,20 @@ pub fn of(rootfs: &Path, mounts: &[Mount]) -> Result<Source> {
         return Ok(Source::OwnMount);
     }
     Ok(Source::Overlay { lowers, upper })
+}
+
+/// Whether this process is in the mount namespace of PID 1 (of its pid namespace).
+fn in_hosts_mount_namespace() -> bool {
+    let ns = |p: &str| {
+        std::fs::metadata(p).ok().map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino())
+        })
+    };
+    match (ns("/proc/self/ns/mnt"), ns("/proc/1/ns/mnt")) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
+    }
 }
 
 #[cfg(test)]

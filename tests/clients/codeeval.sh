@@ -154,27 +154,10 @@ ce_podman_conf() {
         -e "s#^runtime = \"runc\"\$#runtime = \"$1\"#" \
         -e '/^\[containers\]$/a netns = "none"' \
         "$RX_REPO/contrib/podman/containers.conf" >"$f"
-    # rloxsc with contrib/podman/containers.conf as shipped (Podman's own user namespace); runc as
-    # users run it, without
-    if [ "$1" = rloxsc ]; then
-        grep -q '^userns = "auto"$' "$f" || { rx_note "contrib/podman/containers.conf: no userns = \"auto\" line as shipped"; return 1; }
-        ce_subids || return 1
-    else
-        sed -i -e '/^userns = "auto"$/d' "$f"
-    fi
+    # both with contrib/podman/containers.conf as shipped (no userns = "auto": SECURITY.md)
+    if grep -q '^userns = ' "$f"; then rx_note "contrib/podman/containers.conf sets userns, which rloxsc refuses under Podman 4.3"; return 1; fi
     grep -q "^rloxsc = \[\"$RLOXSC\"\]" "$f" && grep -q "^runtime = \"$1\"\$" "$f" && grep -q '^netns = "none"$' "$f" \
         || { rx_note "contrib/podman/containers.conf: no [containers], runtime or rloxsc line to set"; return 1; }
-}
-
-# ce_subids: ranges for Podman's `userns = "auto"` (the user "containers" in /etc/subuid and
-# /etc/subgid), below rloxsc's own blocks (2^30..); added when missing, removed again by ce_cleanup
-ce_subids() {
-    local f
-    for f in /etc/subuid /etc/subgid; do
-        grep -q '^containers:' "$f" 2>/dev/null && continue
-        echo "containers:200000:800000" >>"$f" || return 1
-        echo "$f" >>"$CE_DIR/subids-added"
-    done
 }
 
 ce_podman_sock() { echo "$CE_DIR/podman-$1.sock"; }
@@ -220,15 +203,9 @@ ce_import() {
 ce_links() { ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' | sort; }
 
 # cleanup (run.sh's cleanup, before it stops the daemons): this suite's containers and images
-# ce_cleanup: at the end (run.sh), the containers and images of ce_cleanup_images and the subid
-# ranges ce_subids added
+# ce_cleanup: at the end (run.sh), the containers and images of ce_cleanup_images
 ce_cleanup() {
-    local f
     ce_cleanup_images
-    for f in $(cat "$CE_DIR/subids-added" 2>/dev/null); do
-        sed -i '/^containers:200000:800000$/d' "$f"
-    done
-    rm -f "$CE_DIR/subids-added"
 }
 
 ce_cleanup_images() {

@@ -34,6 +34,7 @@ workdir-output-after-exit d_workdir_after_exit
 bind-mount d_bind_mount
 named-volume d_named_volume
 init d_init
+merged-usr-image-as-users-run-it d_merged_usr
 join-container-namespaces d_join_namespaces
 oom d_oom
 leaks-20-runs d_leaks
@@ -313,6 +314,37 @@ d_init() {
     ok "${DRUN[@]}" --rm --network=none --init "$IMG_DOCKER" sh -c 'cat /proc/1/comm; grep "^NoNewPrivs:" /proc/self/status'
     assert_eq "pid 1" docker-init "$(printf '%s\n' "$OUT" | head -n 1)"
     assert_match "still hardened" '^NoNewPrivs:[[:space:]]+1$' "$OUT"
+}
+
+# What users of Debian/Ubuntu/python images do (issue #20, each failed before the filesystem model):
+# --init on a merged-/usr image (/sbin a symlink to usr/sbin: docker-init's mount target is made
+# under it), the 0700 /root as HOME (read, and written: ~/.gitconfig, ~/.cache), a root-owned 0700
+# host directory (tempfile.mkdtemp's) and a 0755 one as `-v DIR:/work -w /work`, the result left
+# on the host.
+d_merged_usr() {
+    [ -x /usr/bin/docker-init ] || skip "no /usr/bin/docker-init (Debian package tini)"
+    local img=rloxsc-ci-merged-usr:latest r=$W/merged-usr-rootfs
+    rm -rf "$r"; cp -a "$ROOTFS" "$r"
+    mkdir -p "$r/usr/sbin"
+    cp -a "$r/sbin/." "$r/usr/sbin/" 2>/dev/null; rm -rf "$r/sbin"; ln -s usr/sbin "$r/sbin"
+    mkdir -p "$r/root"; chmod 0700 "$r/root"; echo image-profile >"$r/root/.profile"; chmod 0600 "$r/root/.profile"
+    on_exit "$D" image rm -f "$img"
+    tar --numeric-owner -C "$r" -cf - . | "$D" import -c 'ENV HOME=/root' -c 'CMD ["/bin/sh"]' - "$img" >/dev/null \
+        || fail "docker import of the merged-/usr image failed"
+    ok "${DRUN[@]}" --rm --network=none --init "$img" sh -c \
+        'cat /proc/1/comm; cat /root/.profile; echo "[user] name = x" > "$HOME/.gitconfig" && mkdir -p ~/.cache/pip && echo home-written; grep "^NoNewPrivs:" /proc/self/status'
+    assert_eq "pid 1 on a merged-/usr image" docker-init "$(printf '%s\n' "$OUT" | head -n 1)"
+    assert_match "the 0700 /root is the container root's" '^image-profile$' "$OUT"
+    assert_match "HOME is writable" '^home-written$' "$OUT"
+    assert_match "still hardened" '^NoNewPrivs:[[:space:]]+1$' "$OUT"
+    local mode wd
+    for mode in 0700 0755; do
+        wd=$(mktemp -d "$W/mkdtemp.XXXXXX"); chmod "$mode" "$wd"
+        ok "${DRUN[@]}" --rm --network=none -v "$wd:/work" -w /work "$img" sh -c 'echo result > result.txt && pwd'
+        assert_eq "the workdir of a $mode root-owned host directory" /work "$OUT"
+        assert_eq "the result left in the $mode host directory" result "$(cat "$wd/result.txt" 2>/dev/null)"
+        assert_eq "the result is the directory owner's on the host" 0 "$(stat -c %u "$wd/result.txt" 2>/dev/null || echo missing)"
+    done
 }
 
 d_join_namespaces() {

@@ -386,8 +386,6 @@ rx_podman_conf() {
         "$RX_REPO/contrib/podman/containers.conf" >"$W/podman/containers.conf"
     grep -q "^rloxsc = \[\"$RLOXSC\"\]" "$W/podman/containers.conf" || { rx_note "contrib/podman/containers.conf: no rloxsc runtime line"; return 1; }
     export CONTAINERS_CONF="$W/podman/containers.conf"
-    # the host setting its userns = "auto" needs, made as `make install` makes it
-    "$RLOXSC" doctor --fix | grep '^\[fixed\]' || true
 }
 
 # ---------------------------------------------------------------------------------------------------

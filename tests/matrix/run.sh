@@ -28,6 +28,8 @@ source "$here/cells.sh"
 [ "$(id -u)" = 0 ] || { echo "matrix: must run as root" >&2; exit 2; }
 export MATRIX_CACHE=${MATRIX_CACHE:-/var/tmp/rloxsc-matrix}
 MODE=${MATRIX_RUNC:-baseline}
+# a live cell runs both runtimes: twice the time under emulation
+[ "$MODE" = live ] && export MATRIX_TIMEOUT=${MATRIX_TIMEOUT:-1800}
 cells=${*:-${MATRIX_CELLS:-$MATRIX_ALL_CELLS}}
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.0f", b - a}'; }
