@@ -61,8 +61,9 @@ lint: deps docs-check
 	$(CARGO) clippy --release --locked --all-targets -- -D warnings
 
 # Everything: lints, unit tests, integration tests that start real containers on this host (needs root),
-# the cgroup v2 suite in a throwaway QEMU guest, then Docker, Podman, ctr, containerd 1.6's and 2.x's
-# CRI and the code-eval clients (llm-sandbox, the docker SDK) driving rloxsc.
+# the fuzz targets, the cgroup v2 suite in a throwaway QEMU guest, the kernel matrix's Debian 12 6.1
+# and 6.12 cells (QEMU guests), Docker, Podman, ctr, containerd 1.6's and 2.x's CRI and the code-eval
+# clients (llm-sandbox, the docker SDK) driving rloxsc, the workload comparison and contrib/code-eval.
 test: lint build build-fault bundles
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the integration tests create real containers" >&2; exit 1; }
 	$(CARGO) test --release --locked --no-fail-fast -- --test-threads=2
@@ -71,6 +72,7 @@ test: lint build build-fault bundles
 	RLOXSC_BIN=$(BIN) bash tests/matrix/run.sh debian12-6.1 debian12bpo-6.12
 	RLOXSC_NO_BUILD=1 bash tests/clients/run.sh all
 	bash scripts/workload-report.sh
+	/usr/bin/python3 contrib/code-eval/run-snippets.py
 
 # runc 1.1.5's own integration suite (tests/integration/*.bats of Debian's runc source package, got
 # with apt-get source and built under target/bats, never committed) against rloxsc and Debian's runc

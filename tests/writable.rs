@@ -606,18 +606,22 @@ fn a_tmpcopyup_tmpfs_shows_the_images_content_without_a_copy() {
     let root = client_rootfs(&env);
     fs::create_dir_all(root.merged.join("srv/data")).unwrap();
     fs::write(root.merged.join("srv/data/seed"), "seed\n").unwrap();
+    fs::create_dir_all(root.merged.join("srv/empty")).unwrap();
     let mut spec = spec_on(
         &root.merged,
         "/",
-        "cat /srv/data/seed; echo s > /srv/data/scratch && echo wrote",
+        "cat /srv/data/seed; echo s > /srv/data/scratch && echo wrote; grep ' /srv/empty ' /proc/self/mounts | cut -d' ' -f3",
     );
-    spec["mounts"].as_array_mut().unwrap().push(json!({
-        "destination": "/srv/data", "type": "tmpfs", "source": "tmpfs",
-        "options": ["rw", "nosuid", "nodev", "size=4m", "tmpcopyup"]
-    }));
+    for dest in ["/srv/data", "/srv/empty"] {
+        spec["mounts"].as_array_mut().unwrap().push(json!({
+            "destination": dest, "type": "tmpfs", "source": "tmpfs",
+            "options": ["rw", "nosuid", "nodev", "size=4m", "tmpcopyup"]
+        }));
+    }
     let out = env.run_spec(&spec);
     out.expect_ok();
-    assert_eq!(out.stdout, "seed\nwrote\n", "{out}");
+    // over an empty directory of the image: the caller's tmpfs itself, as runc leaves it
+    assert_eq!(out.stdout, "seed\nwrote\ntmpfs\n", "{out}");
     assert!(
         !root.upper.join("srv/data/scratch").exists(),
         "a tmpfs's content was written back"

@@ -530,7 +530,7 @@ pub fn assemble(req: &Request, views: &mut ViewDir, token: &str) -> Result<Assem
     }
 
     // the caller's tmpcopyup tmpfs: its own tmpfs as the upper layer of an overlay whose lower is
-    // the root's directory there
+    // the root's directory there (the tmpfs alone where that directory is empty)
     let mut copyups = Vec::new();
     for (i, c) in req.copyups.iter().enumerate() {
         let Some(fd) = ensure_in_root(&rootfd, &c.dest, false, 0o755, root_owner, true)? else {
@@ -541,9 +541,25 @@ pub fn assemble(req: &Request, views: &mut ViewDir, token: &str) -> Result<Assem
             );
         };
         let st = tree::stat_fd(fd.as_raw_fd())?;
-        let lower = views.add(&mountapi::clone_fd(&fd)?, &format!("c{i}-lower"), false)?;
         let fs = mountapi::tmpfs(&c.data, 0)?;
         let t = views.add(&fs, &format!("c{i}-tmpfs"), false)?;
+        if tree::names_in(&tree::open_dir_at(fd.as_raw_fd(), c".")?)?.is_empty() {
+            // nothing of the image to show: the caller's tmpfs itself, as runc's copy of nothing
+            // leaves it, with the image directory's owner and mode unless the caller set them
+            let set = |k: &str| c.data.iter().any(|(key, _)| key == k);
+            if !set("uid") && !set("gid") {
+                std::os::unix::fs::chown(&t, Some(st.st_uid), Some(st.st_gid))?;
+            }
+            if !set("mode") {
+                std::fs::set_permissions(
+                    &t,
+                    std::os::unix::fs::PermissionsExt::from_mode(st.st_mode & 0o1777),
+                )?;
+            }
+            copyups.push((c.dest.clone(), t));
+            continue;
+        }
+        let lower = views.add(&mountapi::clone_fd(&fd)?, &format!("c{i}-lower"), false)?;
         for (d, mode) in [("upper", st.st_mode & 0o1777), ("work", 0o700)] {
             let p = t.join(d);
             std::fs::create_dir(&p)?;

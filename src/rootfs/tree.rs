@@ -72,12 +72,15 @@ pub fn open_dir_at(dir: RawFd, name: &CStr) -> std::io::Result<OwnedFd> {
 pub fn names_in(dir: &OwnedFd) -> std::io::Result<Vec<CString>> {
     let dup = nix::unistd::dup(dir.as_raw_fd())?;
     let mut list = nix::dir::Dir::from_fd(dup)?;
-    Ok(list
-        .iter()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_owned())
-        .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
-        .collect())
+    let mut out = Vec::new();
+    // an error while reading (an O_PATH fd, an I/O error) is an error, never an empty directory
+    for e in list.iter() {
+        let n = e?.file_name().to_owned();
+        if n.as_bytes() != b"." && n.as_bytes() != b".." {
+            out.push(n);
+        }
+    }
+    Ok(out)
 }
 
 /// The kind of an inode, from its mode.

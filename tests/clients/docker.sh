@@ -324,7 +324,7 @@ d_init() {
 d_merged_usr() {
     [ -x /usr/bin/docker-init ] || skip "no /usr/bin/docker-init (Debian package tini)"
     local img=rloxsc-ci-merged-usr:latest r=$W/merged-usr-rootfs
-    rm -rf "$r"; cp -a "$ROOTFS" "$r"
+    rm -rf "$r"; cp -a "${RLOXSC_TEST_ROOTFS:-$RX_REPO/bundles/demo/rootfs}" "$r"
     mkdir -p "$r/usr/sbin"
     cp -a "$r/sbin/." "$r/usr/sbin/" 2>/dev/null; rm -rf "$r/sbin"; ln -s usr/sbin "$r/sbin"
     mkdir -p "$r/root"; chmod 0700 "$r/root"; echo image-profile >"$r/root/.profile"; chmod 0600 "$r/root/.profile"
