@@ -285,6 +285,19 @@ ce_judge_rloxsc() {
         | .name')
     n=$(jq -s 'map(select(.ok)) | length' "$f")
     rx_note "rloxsc: $n/$(jq -s length "$f") passed"
+    # known failures (codeeval-known-failures.txt): reported, not failed on; one that passes is
+    # reported too (the listed one is a race with the next exec: it may pass on a fast machine)
+    local known=$RX_DIR/codeeval-known-failures.txt k why still=
+    while read -r kd kc k why; do
+        [ "$kd" = "$1" ] && [ "$kc" = "$2" ] || continue
+        if grep -qx "$k" <<<"$bad"; then
+            rx_note "[known: $why] $k"
+            bad=$(grep -vx "$k" <<<"$bad" || true)
+        else
+            still="$still $k"
+        fi
+    done < <(grep -v '^#' "$known" | grep .)
+    [ -z "$still" ] || rx_note "listed in codeeval-known-failures.txt but passed this time:$still"
     [ -z "$bad" ] || fail "under rloxsc $(grep -c . <<<"$bad") scenario(s) failed that runc passed or that rloxsc must pass (details above): $(echo $bad)"
 }
 
