@@ -775,6 +775,8 @@ fn bind_destinations(spec: &Spec) -> Vec<PathBuf> {
                     .any(|o| o == "bind" || o == "rbind")
         })
         .map(|m| m.destination().clone())
+        // a bind at the root would exempt every mount below it
+        .filter(|d| d != Path::new("/"))
         .collect()
 }
 
@@ -1227,6 +1229,21 @@ mod tests {
         let host_tmp = format!("{good}21 1 0:9 /host-dir /data rw,nosuid,nodev - tmpfs tmpfs rw\n");
         let f = check_mounts(&mounts(&host_tmp), &wspec, &none());
         assert!(f.iter().all(|f| f.key != keys::TMPFS), "{f:?}");
+        // a bind whose destination is the root exempts nothing
+        let mut rspec = Spec::default();
+        rspec.set_mounts(Some(vec![oci_spec::runtime::MountBuilder::default()
+            .destination("/")
+            .typ("bind")
+            .source("/tmp/host-dir")
+            .options(vec!["rbind".to_string()])
+            .build()
+            .unwrap()]));
+        assert!(
+            check_mounts(&mounts(&host_tmp), &rspec, &none())
+                .iter()
+                .any(|f| f.key == keys::TMPFS),
+            "a bind at / must not exempt the tmpfs below it"
+        );
         assert_eq!(
             check_mounts(&mounts(&host_tmp), &spec, &none())
                 .iter()

@@ -543,7 +543,7 @@ pub fn assemble(req: &Request, views: &mut ViewDir, token: &str) -> Result<Assem
         let st = tree::stat_fd(fd.as_raw_fd())?;
         let fs = mountapi::tmpfs(&c.data, 0)?;
         let t = views.add(&fs, &format!("c{i}-tmpfs"), false)?;
-        if tree::names_in(&tree::open_dir_at(fd.as_raw_fd(), c".")?)?.is_empty() {
+        if tree::is_empty_dir(&tree::open_dir_at(fd.as_raw_fd(), c".")?)? {
             // nothing of the image to show: the caller's tmpfs itself, as runc's copy of nothing
             // leaves it, with the image directory's owner and mode unless the caller set them
             let set = |k: &str| c.data.iter().any(|(key, _)| key == k);

@@ -83,6 +83,21 @@ pub fn names_in(dir: &OwnedFd) -> std::io::Result<Vec<CString>> {
     Ok(out)
 }
 
+/// Whether directory `dir` has no entry besides `.` and `..`: reads up to its first entry only (an
+/// image directory may hold 100,000).
+pub fn is_empty_dir(dir: &OwnedFd) -> std::io::Result<bool> {
+    let dup = nix::unistd::dup(dir.as_raw_fd())?;
+    let mut list = nix::dir::Dir::from_fd(dup)?;
+    for e in list.iter() {
+        let e = e?;
+        let n = e.file_name().to_bytes();
+        if n != b"." && n != b".." {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// The kind of an inode, from its mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
