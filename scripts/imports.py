@@ -7,6 +7,10 @@ child of B names that child. Test modules (`#[cfg(test)] mod tests { ... }` at t
 are left out: a test may use what it likes. Prints every circle (a strongly connected component of
 more than one module) and exits 1 when there is one; `--edges` prints the graph.
 
+It also holds the modules to a layering, lowest first (LAYERS below): an import from a module to one
+in a higher layer is an **upward import**. Each one is printed; the run fails when a module has no
+layer, or when there are more upward imports than ALLOWED_UPWARD lists (each with its reason).
+
     python3 scripts/imports.py [--edges]        (make lint runs it)
 """
 import os
@@ -85,6 +89,39 @@ def resolve(path, here, mods):
     return best
 
 
+# The layers of src/, lowest first: a module may import its own layer and the ones below. The first
+# prefix that matches a module (itself or a parent) gives its layer.
+LAYERS = [
+    # 0 foundations: data and kernel interfaces that know nothing of containers' lifecycles
+    ("foundations", ["errors", "fsutil", "mountapi", "mountinfo", "vmchild", "cgroups", "policy",
+                     "duration", "trust", "tty"]),
+    # 1 the pure policy: the hardening transform, the seccomp allowlist, the policy file
+    ("policy", ["harden", "seccomp", "policy_file"]),
+    # 2 the host side of one container: state, identity, filesystem, verification, records
+    ("mechanics", ["bundle", "context", "fault", "executor", "exeseal", "facts", "idmap", "userns",
+                   "subids", "kernel_features", "netns", "views", "rootfs", "charged", "custodian",
+                   "footprint", "container", "record", "verify", "logging", "docs_check", "fuzzing"]),
+    # 3 the one launch path (create, exec, the foreground wait)
+    ("launch", ["launch"]),
+    # 4 the verbs
+    ("verbs", ["commands"]),
+    # 5 the command line and the crate root
+    ("cli", ["cli", ""]),
+]
+
+# Upward imports kept on purpose: (from, to) -> why. At most three.
+ALLOWED_UPWARD = {}
+
+
+def layer_of(m):
+    """The layer index of module `m` (None when no prefix matches)."""
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if m == p or (p and m.startswith(p + "::")):
+                return i
+    return None
+
+
 def graph():
     mods = modules()
     edges = {m: set() for m in mods}
@@ -143,8 +180,27 @@ def main():
         inner = [f"{a} -> {b}" for a in c for b in sorted(edges[a]) if b in c]
         print(f"imports: circle of {len(c)} modules: {', '.join(c)}\n  " + "\n  ".join(inner))
     n_edges = sum(len(v) for v in edges.values())
-    print(f"imports: {len(edges)} modules, {n_edges} imports, {len(found)} circle(s)")
-    sys.exit(1 if found else 0)
+    bad = 0
+    unplaced = sorted(m for m in edges if layer_of(m) is None)
+    for m in unplaced:
+        print(f"imports: module {m} has no layer: add it to LAYERS in scripts/imports.py")
+        bad += 1
+    upward = sorted((a, b) for a in edges for b in edges[a]
+                    if layer_of(a) is not None and layer_of(b) is not None and layer_of(b) > layer_of(a))
+    for a, b in upward:
+        why = ALLOWED_UPWARD.get((a, b))
+        la, lb = LAYERS[layer_of(a)][0], LAYERS[layer_of(b)][0]
+        if why:
+            print(f"imports: upward {a} ({la}) -> {b} ({lb}), kept: {why}")
+        else:
+            print(f"imports: upward {a} ({la}) -> {b} ({lb}): move the definition down, or list it in ALLOWED_UPWARD with its reason")
+            bad += 1
+    if len(ALLOWED_UPWARD) > 3:
+        print(f"imports: {len(ALLOWED_UPWARD)} upward imports kept: at most 3")
+        bad += 1
+    print(f"imports: {len(edges)} modules in {len(LAYERS)} layers, {n_edges} imports, "
+          f"{len(found)} circle(s), {len(upward)} upward import(s)")
+    sys.exit(1 if found or bad else 0)
 
 
 if __name__ == "__main__":

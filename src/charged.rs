@@ -13,25 +13,6 @@ use anyhow::{anyhow, bail, Result};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, ForkResult};
 
-/// The cgroup directories (`cgroup.procs` in each) a process joins to be charged as the container:
-/// the v1 memory and pids hierarchies, or the v2 cgroup.
-pub fn cgroup_dirs(cgroups_path: &std::path::Path) -> Vec<PathBuf> {
-    if crate::cgroups::host_is_v1() {
-        ["memory", "pids"]
-            .iter()
-            .map(|c| crate::cgroups::v1_path_dir(cgroups_path, c))
-            .filter(|d| d.join("cgroup.procs").exists())
-            .collect()
-    } else {
-        let d = crate::cgroups::v2_path_dir(cgroups_path);
-        if d.join("cgroup.procs").exists() {
-            vec![d]
-        } else {
-            vec![]
-        }
-    }
-}
-
 /// Runs `work` in a child that joined `cgroups` (none: uncharged, in this process's cgroup), killed
 /// at `deadline`. The child's error text comes back as this call's error.
 ///

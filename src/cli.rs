@@ -31,7 +31,8 @@ pub struct Cli {
     /// Debug logging.
     #[arg(long, global = true)]
     pub debug: bool,
-    /// Accepted for compatibility; rloxsc manages cgroupfs directly.
+    /// The systemd cgroup driver: the container's cgroup is a transient systemd scope named by its
+    /// `slice:prefix:name` cgroups path (needs systemd as PID 1 and pure cgroup v2).
     #[arg(long = "systemd-cgroup", global = true)]
     pub systemd_cgroup: bool,
     /// Accepted for compatibility (checkpointing is not supported).
@@ -157,7 +158,7 @@ pub enum Command {
         fix: bool,
     },
     /// Run a new process in a running container, with the init's containment.
-    Exec(ExecArgs),
+    Exec(crate::commands::exec::ExecOptions),
     /// List the processes of a container.
     Ps {
         /// Output format.
@@ -208,64 +209,6 @@ pub enum PolicyAction {
         /// A bundle directory or a config.json.
         path: PathBuf,
     },
-}
-
-/// Arguments of `exec`, runc's flags.
-#[derive(Debug, clap::Args)]
-pub struct ExecArgs {
-    /// process.json describing the process (the command is then ignored).
-    #[arg(short = 'p', long)]
-    pub process: Option<PathBuf>,
-    /// Do not wait for the process.
-    #[arg(short = 'd', long)]
-    pub detach: bool,
-    /// File to write the process's pid to.
-    #[arg(long = "pid-file")]
-    pub pid_file: Option<PathBuf>,
-    /// Unix socket to receive the pty master.
-    #[arg(long = "console-socket")]
-    pub console_socket: Option<PathBuf>,
-    /// Allocate a pseudo-TTY.
-    #[arg(short = 't', long)]
-    pub tty: bool,
-    /// Working directory.
-    #[arg(long)]
-    pub cwd: Option<PathBuf>,
-    /// Extra environment variables (KEY=VALUE).
-    #[arg(short = 'e', long = "env")]
-    pub env: Vec<String>,
-    /// uid[:gid].
-    #[arg(short = 'u', long)]
-    pub user: Option<String>,
-    /// Additional gids (repeatable or comma-separated).
-    #[arg(short = 'g', long = "additional-gids", value_delimiter = ',')]
-    pub additional_gids: Vec<u32>,
-    /// Add a capability (refused unless rloxsc's policy allows it).
-    #[arg(short = 'c', long = "cap")]
-    pub cap: Vec<String>,
-    /// Accepted: exec'd processes always get no_new_privs.
-    #[arg(long = "no-new-privs")]
-    pub no_new_privs: bool,
-    /// Extra fds passed from 3 up.
-    #[arg(long = "preserve-fds", default_value_t = 0)]
-    pub preserve_fds: i32,
-    /// SELinux process label.
-    #[arg(long = "process-label")]
-    pub process_label: Option<String>,
-    /// AppArmor profile.
-    #[arg(long)]
-    pub apparmor: Option<String>,
-    /// Exec even into a paused container.
-    #[arg(long = "ignore-paused")]
-    pub ignore_paused: bool,
-    /// Run in this sub-cgroup of the container's cgroup.
-    #[arg(long)]
-    pub cgroup: Option<String>,
-    /// Container id.
-    pub id: String,
-    /// The command and its arguments.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub command: Vec<String>,
 }
 
 /// Arguments of `update`, runc's flags.
@@ -616,11 +559,16 @@ fn dispatch(cli: Cli) -> Result<i32> {
     {
         bail!("--rootless is not supported yet: rloxsc runs as root");
     }
+    let driver = if cli.systemd_cgroup {
+        crate::cgroups::Driver::Systemd
+    } else {
+        crate::cgroups::Driver::Cgroupfs
+    };
     let Some(command) = cli.command else {
         bail!("no command given; see rloxsc --help");
     };
     match command {
-        Command::Create(a) => commands::create::create(&ctx, &create_options(&a, true)?)?,
+        Command::Create(a) => commands::create::create(&ctx, &create_options(&a, true, driver)?)?,
         Command::Start { id } => commands::start::start(&ctx, &id)?,
         Command::Run {
             create,
@@ -632,12 +580,12 @@ fn dispatch(cli: Cli) -> Result<i32> {
             let extra = commands::run::RunOptions {
                 timeout: timeout
                     .as_deref()
-                    .map(commands::run::parse_duration)
+                    .map(crate::duration::parse_duration)
                     .transpose()?,
                 record,
                 keep,
             };
-            return commands::run::run(&ctx, create_options(&create, detach)?, extra);
+            return commands::run::run(&ctx, create_options(&create, detach, driver)?, extra);
         }
         Command::State { id } => commands::state::state(&ctx, &id)?,
         Command::Kill { all, id, signal } => commands::kill::kill(&ctx, &id, &signal, all)?,
@@ -652,29 +600,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
             action: PolicyAction::Check { path },
         } => return commands::policy::check(&ctx, &path),
         Command::Doctor { fix } => return commands::doctor::doctor(fix),
-        Command::Exec(a) => {
-            if a.preserve_fds < 0 {
+        Command::Exec(opts) => {
+            if opts.preserve_fds < 0 {
                 bail!("--preserve-fds must not be negative");
             }
-            let opts = commands::exec::ExecOptions {
-                id: a.id,
-                command: a.command,
-                process: a.process,
-                detach: a.detach,
-                pid_file: a.pid_file,
-                console_socket: a.console_socket,
-                tty: a.tty,
-                cwd: a.cwd,
-                env: a.env,
-                user: a.user,
-                additional_gids: a.additional_gids,
-                caps: a.cap,
-                preserve_fds: a.preserve_fds,
-                process_label: a.process_label,
-                apparmor: a.apparmor,
-                ignore_paused: a.ignore_paused,
-                cgroup: a.cgroup,
-            };
             return commands::exec::exec(&ctx, &opts);
         }
         Command::Ps {
@@ -705,7 +634,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             interval,
             id,
         } => {
-            let interval = commands::events::parse_interval(&interval)?;
+            let interval = crate::duration::parse_interval(&interval)?;
             commands::events::events(&ctx, &id, stats, interval)?
         }
         Command::Checkpoint(_) | Command::Restore(_) => {
@@ -715,7 +644,11 @@ fn dispatch(cli: Cli) -> Result<i32> {
     Ok(0)
 }
 
-fn create_options(a: &CreateArgs, detach: bool) -> Result<CreateOptions> {
+fn create_options(
+    a: &CreateArgs,
+    detach: bool,
+    cgroup_driver: crate::cgroups::Driver,
+) -> Result<CreateOptions> {
     if a.no_pivot {
         bail!("--no-pivot is refused: without pivot_root the host's root filesystem stays reachable from the container (policy key {})", keys::CLI);
     }
@@ -735,6 +668,7 @@ fn create_options(a: &CreateArgs, detach: bool) -> Result<CreateOptions> {
         allocate_terminal: !detach,
         die_with_runtime: false,
         deadline: None,
+        cgroup_driver,
     })
 }
 
@@ -915,7 +849,7 @@ mod tests {
             preserve_fds: 0,
             id: "x".into(),
         };
-        assert!(create_options(&a, true)
+        assert!(create_options(&a, true, crate::cgroups::Driver::Cgroupfs)
             .unwrap_err()
             .to_string()
             .contains("--no-pivot is refused"));

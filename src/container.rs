@@ -89,20 +89,12 @@ pub fn parse_signal(s: &str) -> Result<i32> {
     Ok(sig as i32)
 }
 
-/// The cgroup manager of container `id` (from the cgroup path of its hardened spec).
+/// The cgroup manager of container `id` (its cgroup as its footprint records it, under the driver
+/// chosen at create).
 pub fn cgroup_manager(layout: &Layout, id: &str) -> Result<libcgroups::common::AnyCgroupManager> {
-    let spec = layout.read_spec(id)?;
-    let path = spec
-        .linux()
-        .as_ref()
-        .and_then(|l| l.cgroups_path().clone())
-        .ok_or_else(|| anyhow!("container {id:?} has no cgroup path"))?;
-    libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
-        cgroup_path: path,
-        systemd_cgroup: false,
-        container_name: id.to_string(),
-    })
-    .map_err(|e| anyhow!("cannot open the cgroups of container {id:?}: {e}"))
+    crate::footprint::placement(layout, id)
+        .ok_or_else(|| anyhow!("container {id:?} has no cgroup path"))?
+        .manager(id)
 }
 
 /// Pids of every process in container `id`'s cgroup.

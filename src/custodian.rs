@@ -244,8 +244,11 @@ extern "C" fn custodian_main(arg: *mut libc::c_void) -> libc::c_int {
         // a kernel without pidfds (< 5.3): no reaping, only the deadline; die with the parent
         pdeathsig();
     }
-    if sys_int(libc::SYS_getppid, [0; 6]) as i32 != b.parent {
-        return 0; // the parent is already gone: whatever it started is handled by its pdeathsig
+    // the parent may be gone already (killed right after it started the custodian): what it holds
+    // is then given back at once, if this is a reaping custodian
+    let parent_gone = sys_int(libc::SYS_getppid, [0; 6]) as i32 != b.parent;
+    if parent_gone && !reaps {
+        return 0; // whatever it started is handled by its pdeathsig
     }
     // nothing but the pipe and the pidfd stays open (never the caller's stdio)
     let r = b.pipe;
@@ -260,6 +263,10 @@ extern "C" fn custodian_main(arg: *mut libc::c_void) -> libc::c_int {
         libc::SYS_close_range,
         [above, libc::c_uint::MAX as usize, 0, 0, 0, 0],
     );
+    if parent_gone {
+        reap_now(b);
+        return 0;
+    }
 
     let mut creating = true;
     loop {

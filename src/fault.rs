@@ -35,6 +35,18 @@ impl Faults {
         self.names.iter().any(|n| n == name)
     }
 
+    /// `kill-at-PHASE`: the runtime SIGKILLs itself at the end of `create`'s phase PHASE (see
+    /// [`crate::launch::create`]), so tests can show that whatever a killed create holds at any phase
+    /// is given back by one `delete --force` or by the custodian of a killed foreground `run`.
+    pub fn die_at(&self, phase: &str) {
+        if self.names.is_empty() {
+            return;
+        }
+        if self.has(&format!("kill-at-{phase}")) {
+            let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+
     /// The faults that act inside the container.
     pub fn executor(&self) -> ExecutorFaults {
         ExecutorFaults {

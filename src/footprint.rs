@@ -17,6 +17,7 @@ use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::bundle::Layout;
+use crate::cgroups::{Driver, Placement};
 use crate::rootfs::commit::Commit;
 
 /// The client's view of the container's filesystem, attached on its rootfs.
@@ -46,6 +47,31 @@ pub struct Ledger {
     /// Its cgroups path.
     #[serde(default)]
     pub cgroups_path: Option<PathBuf>,
+    /// The driver that manages its cgroup (chosen at create: `--systemd-cgroup`).
+    #[serde(default)]
+    pub cgroup_driver: Driver,
+}
+
+impl Ledger {
+    /// Its cgroup, as recorded.
+    pub fn placement(&self) -> Option<Placement> {
+        self.cgroups_path.clone().map(|path| Placement {
+            path,
+            driver: self.cgroup_driver,
+        })
+    }
+}
+
+/// The cgroup of container `id`: from its ledger, else (a create killed before it recorded one)
+/// from its hardened spec, managed by cgroupfs.
+pub fn placement(layout: &Layout, id: &str) -> Option<Placement> {
+    Footprint::load(layout, id).ledger.placement().or_else(|| {
+        layout
+            .read_spec(id)
+            .ok()
+            .and_then(|s| s.linux().as_ref().and_then(|l| l.cgroups_path().clone()))
+            .map(Placement::cgroupfs)
+    })
 }
 
 /// The ledger of one container, on disk.
@@ -121,16 +147,12 @@ const STEP_LIMIT: Duration = Duration::from_secs(10);
 pub fn release(layout: &Layout, id: &str, deadline: Option<Instant>) {
     let fp = Footprint::load(layout, id);
     let l = &fp.ledger;
-    let spec_cgroups = layout
-        .read_spec(id)
-        .ok()
-        .and_then(|s| s.linux().as_ref().and_then(|l| l.cgroups_path().clone()));
-    let cgroups_path = l.cgroups_path.clone().or(spec_cgroups);
+    let cgroup = placement(layout, id);
 
     // 1. nothing of the container runs any more
     kill_unfinished_create(layout, id);
-    if let Some(p) = &cgroups_path {
-        kill_cgroup(p);
+    if let Some(cg) = &cgroup {
+        cg.kill_all();
     }
     // 2. the client's view (nobody writes into the store any more)
     if let Some(h) = &l.host_view {
@@ -139,9 +161,9 @@ pub fn release(layout: &Layout, id: &str, deadline: Option<Instant>) {
     // 3. what the container wrote goes where the client looks
     if let Some(c) = &l.commit {
         if c.store.join("upper").is_dir() {
-            let cgroups = cgroups_path
-                .as_deref()
-                .map(crate::charged::cgroup_dirs)
+            let cgroups = cgroup
+                .as_ref()
+                .map(Placement::charge_dirs)
                 .unwrap_or_default();
             let t0 = Instant::now();
             let res = crate::charged::run(&cgroups, deadline, || {
@@ -177,8 +199,10 @@ pub fn release(layout: &Layout, id: &str, deadline: Option<Instant>) {
             Err(e) => tracing::warn!("container {id}: its state cannot be read ({e}); removing its cgroup and state directly"),
         }
     }
-    if let Some(p) = &cgroups_path {
-        remove_cgroup(p, id);
+    if let Some(cg) = &cgroup {
+        if let Err(e) = cg.remove(id) {
+            tracing::warn!("{e:#}");
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
     // 5. the view directory (also one a create killed before it recorded it made)
@@ -198,59 +222,6 @@ pub fn release(layout: &Layout, id: &str, deadline: Option<Instant>) {
     // 7. the private bundle, the ledger with it
     if let Err(e) = layout.remove_bundle(id) {
         tracing::warn!("container {id}: {e:#}");
-    }
-}
-
-/// Whether any v1 hierarchy or the v2 tree still has the cgroup `path`.
-pub fn cgroup_exists(path: &Path) -> bool {
-    let rel = path.to_string_lossy().trim_start_matches('/').to_string();
-    let Ok(rd) = std::fs::read_dir(crate::cgroups::ROOT) else {
-        return false;
-    };
-    let mut dirs: Vec<PathBuf> = rd.flatten().map(|e| e.path().join(&rel)).collect();
-    dirs.push(Path::new(crate::cgroups::ROOT).join(&rel));
-    dirs.iter().any(|d| d.join("cgroup.procs").exists())
-}
-
-/// SIGKILLs every process of cgroup `path` until it holds none (bounded).
-fn kill_cgroup(path: &Path) {
-    let until = Instant::now() + STEP_LIMIT;
-    loop {
-        let pids = crate::cgroups::procs_of_path(path);
-        if pids.is_empty() || Instant::now() >= until {
-            return;
-        }
-        for p in pids {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(p),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Removes cgroup `path` (its processes killed first), with libcgroups.
-fn remove_cgroup(path: &Path, id: &str) {
-    let config = libcgroups::common::CgroupConfig {
-        cgroup_path: path.to_path_buf(),
-        systemd_cgroup: false,
-        container_name: id.to_string(),
-    };
-    if let Ok(manager) = libcgroups::common::create_cgroup_manager(config) {
-        use libcgroups::common::CgroupManager;
-        let until = Instant::now() + STEP_LIMIT;
-        while Instant::now() < until {
-            if let Ok(pids) = manager.get_all_pids() {
-                for p in pids {
-                    let _ = nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGKILL);
-                }
-            }
-            if manager.remove().is_ok() || !cgroup_exists(path) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
     }
 }
 

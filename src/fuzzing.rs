@@ -102,6 +102,17 @@ pub fn facts_for(spec: &Spec) -> HostFacts {
             "devices".into(),
             "systemd".into(),
         ],
+        // a spec that names a systemd unit is hardened as under --systemd-cgroup
+        cgroup_driver: if spec
+            .linux()
+            .as_ref()
+            .and_then(|l| l.cgroups_path().as_ref())
+            .is_some_and(|p| p.to_string_lossy().contains(':'))
+        {
+            crate::cgroups::Driver::Systemd
+        } else {
+            crate::cgroups::Driver::Cgroupfs
+        },
         runtime_root: PathBuf::from("/run/rloxsc"),
     }
 }

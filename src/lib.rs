@@ -20,6 +20,7 @@ pub mod context;
 pub mod custodian;
 #[cfg(test)]
 mod docs_check;
+pub mod duration;
 pub mod errors;
 pub mod executor;
 pub mod exeseal;

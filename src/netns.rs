@@ -89,6 +89,19 @@ fn set_lo_up() -> Result<()> {
     Ok(())
 }
 
+/// Whether `spec` gives the container a network namespace of its own (a new one, not one joined by
+/// path).
+pub fn has_own_network_namespace(spec: &oci_spec::runtime::Spec) -> bool {
+    spec.linux()
+        .as_ref()
+        .and_then(|l| l.namespaces().as_ref())
+        .is_some_and(|ns| {
+            ns.iter().any(|n| {
+                n.typ() == oci_spec::runtime::LinuxNamespaceType::Network && n.path().is_none()
+            })
+        })
+}
+
 /// After the caller's hooks ran, before verification: under `network.mode = "loopback-only"`, the
 /// interfaces in the container's own (new) network namespace besides the kernel's are made unusable
 /// ([`contain_interfaces`]), each change logged with the policy key. A joined namespace is left as it
@@ -103,15 +116,7 @@ pub fn contain_for_policy(
     if policy.network != NetworkMode::LoopbackOnly {
         return Ok(());
     }
-    let own_netns = spec
-        .linux()
-        .as_ref()
-        .and_then(|l| l.namespaces().as_ref())
-        .is_some_and(|ns| {
-            ns.iter().any(|n| {
-                n.typ() == oci_spec::runtime::LinuxNamespaceType::Network && n.path().is_none()
-            })
-        });
+    let own_netns = has_own_network_namespace(spec);
     if !own_netns {
         return Ok(());
     }

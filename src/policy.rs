@@ -469,6 +469,24 @@ impl Policy {
     }
 }
 
+/// Hard bounds no policy file can exceed.
+pub mod bounds {
+    /// Highest pids ceiling a policy may set.
+    pub const PIDS_MAX: u64 = 65536;
+    /// Highest memory ceiling a policy may set (bytes).
+    pub const MEMORY_MAX: u64 = 256 << 30;
+    /// Lowest memory limit that still lets a process start (bytes).
+    pub const MEMORY_MIN: u64 = 4 << 20;
+    /// Highest RLIMIT_NOFILE a policy may set.
+    pub const NOFILE_MAX: u64 = 1 << 20;
+    /// Highest tmpfs size a policy may set (bytes).
+    pub const TMPFS_MAX: u64 = 64 << 30;
+    /// Most ptys a policy may give one container.
+    pub const PTYS_MAX: u64 = 4096;
+    /// Longest create a policy may allow (seconds).
+    pub const CREATE_TIMEOUT_MAX: u64 = 3600;
+}
+
 /// The ids (container ids `0..BLOCK`) in one container's block.
 pub const BLOCK: u32 = 65536;
 

@@ -38,23 +38,7 @@ use crate::policy::{Limit, NetworkMode, Policy, FORBIDDEN_CAPABILITIES};
 /// The default policy file location.
 pub const DEFAULT_PATH: &str = "/etc/rloxsc/policy.toml";
 
-/// Hard bounds no policy file can exceed.
-pub mod bounds {
-    /// Highest pids ceiling a policy may set.
-    pub const PIDS_MAX: u64 = 65536;
-    /// Highest memory ceiling a policy may set (bytes).
-    pub const MEMORY_MAX: u64 = 256 << 30;
-    /// Lowest memory limit that still lets a process start (bytes).
-    pub const MEMORY_MIN: u64 = 4 << 20;
-    /// Highest RLIMIT_NOFILE a policy may set.
-    pub const NOFILE_MAX: u64 = 1 << 20;
-    /// Highest tmpfs size a policy may set (bytes).
-    pub const TMPFS_MAX: u64 = 64 << 30;
-    /// Most ptys a policy may give one container.
-    pub const PTYS_MAX: u64 = 4096;
-    /// Longest create a policy may allow (seconds).
-    pub const CREATE_TIMEOUT_MAX: u64 = 3600;
-}
+pub use crate::policy::bounds;
 
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
@@ -277,7 +261,7 @@ pub fn parse(text: &str) -> Result<Policy> {
         if let Some(t) = &l.create_timeout {
             let secs = match t {
                 Num::Int(v) => *v,
-                Num::Text(s) => crate::commands::run::parse_duration(s)
+                Num::Text(s) => crate::duration::parse_duration(s)
                     .map_err(|_| {
                         anyhow!("limits.create_timeout {s:?} is not a duration (e.g. \"60s\")")
                     })?
@@ -424,6 +408,26 @@ pub fn load(flag: Option<&Path>) -> Result<(Policy, Option<PathBuf>)> {
     }
 }
 
+/// `s` as a TOML basic string: `"`, `\\` and every control character escaped (found by
+/// fuzz/policy_toml: a `"` or `\\` in cgroups.parent broke the output, and could make it show settings
+/// the policy does not have; toml's own writer panicked, with overflow checks, on 256 `'` in a row).
+fn toml_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// The policy as a policy file (for `rloxsc policy show`).
 pub fn render(p: &Policy, source: Option<&Path>) -> String {
     let caps: Vec<String> = p
@@ -431,20 +435,17 @@ pub fn render(p: &Policy, source: Option<&Path>) -> String {
         .iter()
         .map(|c| format!("\"CAP_{c}\""))
         .collect();
-    // TOML string literals (found by fuzz/policy_toml: a `"` or `\` in cgroups.parent broke the
-    // output, and could make it show settings the policy does not have)
-    let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
-    let extra: Vec<String> = p.extra_syscalls.iter().map(|s| quote(s)).collect();
+    let extra: Vec<String> = p.extra_syscalls.iter().map(|s| toml_string(s)).collect();
     let mut s = format!(
         "# effective rloxsc policy ({})\n[limits]\npids = {{ default = {}, ceiling = {} }}\nmemory = {{ default = {}, ceiling = {} }}\nnofile = {{ default = {}, ceiling = {} }}\ntmpfs = {{ default = {}, ceiling = {} }}\nstore = {{ default = {}, ceiling = {} }}\nptys = {{ default = {}, ceiling = {} }}\ncreate_timeout = {}\n\n[capabilities]\nallowed = [{}]\n\n[network]\nmode = \"{}\"\n\n[mounts]\nwritable_binds = {}\n\n[filesystem]\nwritable = [{}]\n\n[seccomp]\nextra_syscalls = [{}]\n\n[cgroups]\nparent = {}\n\n[userns]\nmode = \"auto\"\npool = {{ start = {}, blocks = {} }}\n",
         source.map(|p| p.display().to_string().replace(['\n', '\r'], " ")).unwrap_or_else(|| "built-in defaults".into()),
         p.pids.default, p.pids.ceiling, p.memory_bytes.default, p.memory_bytes.ceiling, p.nofile.default, p.nofile.ceiling,
-        p.tmpfs_bytes.default, p.tmpfs_bytes.ceiling, p.store_bytes.default, p.store_bytes.ceiling, p.ptys.default, p.ptys.ceiling, p.create_timeout_s, caps.join(", "), p.network.as_str(), p.writable_binds, p.writable.iter().map(|w| quote(&w.path)).collect::<Vec<_>>().join(", "), extra.join(", "), quote(&p.cgroup_parent), p.userns_pool.start, p.userns_pool.blocks,
+        p.tmpfs_bytes.default, p.tmpfs_bytes.ceiling, p.store_bytes.default, p.store_bytes.ceiling, p.ptys.default, p.ptys.ceiling, p.create_timeout_s, caps.join(", "), p.network.as_str(), p.writable_binds, p.writable.iter().map(|w| toml_string(&w.path)).collect::<Vec<_>>().join(", "), extra.join(", "), toml_string(&p.cgroup_parent), p.userns_pool.start, p.userns_pool.blocks,
     );
     if let Some(d) = &p.records_dir {
         s.push_str(&format!(
             "\n[records]\ndir = {}\n",
-            quote(&d.display().to_string())
+            toml_string(&d.display().to_string())
         ));
     }
     s
@@ -453,6 +454,21 @@ pub fn render(p: &Policy, source: Option<&Path>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_are_rendered_as_toml_reads_them_back() {
+        for s in [
+            "/rloxsc",
+            "a\"b\\c",
+            "line\nbreak\ttab\r\u{7f}\u{1}\u{85}é",
+            &"'".repeat(300),
+            &"\"".repeat(300),
+        ] {
+            let doc = format!("v = {}", toml_string(s));
+            let back: toml::Table = toml::from_str(&doc).unwrap_or_else(|e| panic!("{doc:?}: {e}"));
+            assert_eq!(back["v"].as_str(), Some(s), "{doc:?}");
+        }
+    }
 
     #[test]
     fn empty_file_is_the_default() {

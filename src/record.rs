@@ -10,49 +10,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-/// What the container's cgroups say after its run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct CgroupReadings {
-    /// `v1` or `v2`.
-    pub version: &'static str,
-    /// User CPU time, nanoseconds.
-    pub cpu_user_ns: u64,
-    /// System CPU time, nanoseconds.
-    pub cpu_system_ns: u64,
-    /// Peak memory usage, bytes.
-    pub peak_memory_bytes: u64,
-    /// Processes killed by the OOM killer inside the container's memory cgroup.
-    pub oom_kills: u64,
-    /// Times a fork failed because the pids limit was reached.
-    pub pids_limit_hits: u64,
-}
-
-/// Reads the counters of the cgroup at `cgroups_path` (as in the spec: `/rloxsc/<id>`).
-pub fn read_cgroup(cgroups_path: &Path) -> CgroupReadings {
-    use crate::cgroups::{read_key, read_u64, v1_path_dir, v2_path_dir};
-    let v1 = |c: &str| v1_path_dir(cgroups_path, c);
-    if v1("memory").exists() {
-        let cpu = v1("cpuacct");
-        return CgroupReadings {
-            version: "v1",
-            cpu_user_ns: read_u64(&cpu.join("cpuacct.usage_user")).unwrap_or(0),
-            cpu_system_ns: read_u64(&cpu.join("cpuacct.usage_sys")).unwrap_or(0),
-            peak_memory_bytes: read_u64(&v1("memory").join("memory.max_usage_in_bytes"))
-                .unwrap_or(0),
-            oom_kills: read_key(&v1("memory").join("memory.oom_control"), "oom_kill").unwrap_or(0),
-            pids_limit_hits: read_key(&v1("pids").join("pids.events"), "max").unwrap_or(0),
-        };
-    }
-    let d = v2_path_dir(cgroups_path);
-    CgroupReadings {
-        version: "v2",
-        cpu_user_ns: read_key(&d.join("cpu.stat"), "user_usec").unwrap_or(0) * 1000,
-        cpu_system_ns: read_key(&d.join("cpu.stat"), "system_usec").unwrap_or(0) * 1000,
-        peak_memory_bytes: read_u64(&d.join("memory.peak")).unwrap_or(0),
-        oom_kills: read_key(&d.join("memory.events"), "oom_kill").unwrap_or(0),
-        pids_limit_hits: read_key(&d.join("pids.events"), "max").unwrap_or(0),
-    }
-}
+pub use crate::cgroups::CgroupReadings;
 
 /// How the container's init ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,10 +151,7 @@ impl RunRecord {
     ) -> anyhow::Result<RunRecord> {
         use anyhow::Context as _;
         let spec = layout.read_spec(id)?;
-        let cg = spec
-            .linux()
-            .as_ref()
-            .and_then(|l| l.cgroups_path().clone())
+        let cg = crate::footprint::placement(layout, id)
             .context("the hardened spec has no cgroup path")?;
         let limits = Limits {
             pids: crate::harden::resources::pids_limit(&spec),
@@ -212,7 +167,7 @@ impl RunRecord {
             ending,
             timed_out,
             wall_time_s,
-            &read_cgroup(&cg),
+            &cg.counters(),
             limits,
             tightenings,
         ))

@@ -149,7 +149,7 @@ pub enum CgroupFacts {
         /// memory.memsw.limit_in_bytes
         memsw_limit: Option<Result<String, String>>,
     },
-    /// cgroup v2: pids.max, memory.max, memory.swap.max (when present).
+    /// cgroup v2: pids.max, memory.max, memory.swap.max (when present), the device programs.
     V2 {
         /// pids.max
         pids_max: Result<String, String>,
@@ -157,6 +157,8 @@ pub enum CgroupFacts {
         memory_max: Result<String, String>,
         /// memory.swap.max
         swap_max: Option<Result<String, String>>,
+        /// How many eBPF device programs are attached to the cgroup (BPF_PROG_QUERY).
+        device_programs: Result<usize, String>,
     },
     /// In no pids and memory cgroup.
     None,
@@ -276,6 +278,7 @@ fn observe_cgroup(cg: &crate::cgroups::ProcessCgroups) -> CgroupFacts {
             pids_max: read(&d, "pids.max"),
             memory_max: read(&d, "memory.max"),
             swap_max: swap.exists().then(|| read(&d, "memory.swap.max")),
+            device_programs: crate::cgroups::device_programs(&d),
         };
     }
     CgroupFacts::None
@@ -1065,11 +1068,25 @@ pub fn check_cgroups(got: &CgroupFacts, spec: &Spec) -> Vec<Failure> {
             pids_max,
             memory_max,
             swap_max,
+            device_programs,
         } => {
             check(keys::PIDS, "pids.max", pids_max, &is_pids);
             check(keys::MEMORY, "memory.max", memory_max, &is_mem);
             if let Some(s) = swap_max {
                 check(keys::MEMORY, "memory.swap.max", s, &|v| v == "0");
+            }
+            // the spec's deny-all rules (libcgroups') and rloxsc's own: a driver that applied no
+            // device rules (systemd sets unit properties only) leaves one
+            match device_programs {
+                Ok(n) if *n >= 2 => {}
+                Ok(n) => out.push(fail(
+                    keys::DEVICES,
+                    format!("{n} eBPF device program(s) attached to the container's cgroup, not the spec's and rloxsc's"),
+                )),
+                Err(e) => out.push(fail(
+                    keys::DEVICES,
+                    format!("cannot query the device programs of the container's cgroup: {e}"),
+                )),
             }
         }
         CgroupFacts::None => out.push(fail(
@@ -1343,12 +1360,18 @@ mod tests {
             memsw_limit: None,
         };
         assert_eq!(check_cgroups(&raised, &spec)[0].key, keys::PIDS);
-        let v2_swap = CgroupFacts::V2 {
+        let v2 = |swap: &str, programs: usize| CgroupFacts::V2 {
             pids_max: ok("512"),
             memory_max: ok("536870912"),
-            swap_max: Some(ok("max")),
+            swap_max: Some(ok(swap)),
+            device_programs: Ok(programs),
         };
-        assert_eq!(check_cgroups(&v2_swap, &spec)[0].key, keys::MEMORY);
+        assert!(check_cgroups(&v2("0", 2), &spec).is_empty());
+        let swap = check_cgroups(&v2("max", 2), &spec);
+        assert_eq!((swap.len(), swap[0].key), (1, keys::MEMORY));
+        // a driver that applied no device rules (the systemd manager before libcgroups patch 0004)
+        let devices = check_cgroups(&v2("0", 1), &spec);
+        assert_eq!((devices.len(), devices[0].key), (1, keys::DEVICES));
         assert_eq!(check_cgroups(&CgroupFacts::None, &spec)[0].key, keys::PIDS);
     }
 

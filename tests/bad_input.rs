@@ -708,3 +708,37 @@ fn cgroups_path_cannot_leave_the_cgroup_tree() {
         env.assert_nothing_left(&id, path);
     }
 }
+
+// `--systemd-cgroup` where systemd cannot manage the container's cgroup (this project's hosts: no
+// systemd as PID 1, cgroup v1 hybrid) is refused with the cause, as runc refuses it, instead of
+// being ignored: the container would otherwise land in a cgroupfs cgroup its caller never looks at.
+// (Under systemd on cgroup v2 the matrix's systemd-6.12 cell runs it: tests/matrix/cell.sh.)
+#[test]
+fn systemd_cgroup_without_systemd_is_refused_naming_the_cause() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    if std::path::Path::new("/run/systemd/system").is_dir()
+        && !std::path::Path::new("/sys/fs/cgroup/pids").exists()
+    {
+        eprintln!("systemd runs on pure cgroup v2 here: the driver works (the matrix's systemd-6.12 cell tests it); nothing to refuse");
+        return;
+    }
+    let env = TestEnv::new("systemd-driver");
+    let id = env.id();
+    let _g = env.guard(&id);
+    let mut spec = base_spec(&["true"]);
+    spec["linux"]["cgroupsPath"] = json!(format!("system.slice:rloxsc-test:{id}"));
+    let b = env.bundle(&spec);
+    for verb in ["create", "run"] {
+        let out = env.rloxsc(&[
+            "--systemd-cgroup",
+            verb,
+            "--bundle",
+            b.to_str().unwrap(),
+            &id,
+        ]);
+        assert_error(&out, &["--systemd-cgroup", "systemd", "cgroups.parent"]);
+        env.assert_nothing_left(&id, "--systemd-cgroup refused");
+    }
+}

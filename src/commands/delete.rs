@@ -95,21 +95,13 @@ pub fn delete_until(
 /// The release, then a check that the container's cgroup is gone (a cgroup that still holds
 /// processes after SIGKILL is an error the caller must see).
 fn release(ctx: &Context, id: &str, deadline: Option<std::time::Instant>) -> Result<()> {
-    let cg = crate::footprint::Footprint::load(&ctx.layout, id)
-        .ledger
-        .cgroups_path
-        .or_else(|| {
-            ctx.layout
-                .read_spec(id)
-                .ok()
-                .and_then(|s| s.linux().as_ref().and_then(|l| l.cgroups_path().clone()))
-        });
+    let cg = crate::footprint::placement(&ctx.layout, id);
     crate::footprint::release(&ctx.layout, id, deadline);
-    if let Some(p) = cg {
-        if crate::footprint::cgroup_exists(&p) && !crate::cgroups::procs_of_path(&p).is_empty() {
+    if let Some(cg) = cg {
+        if cg.exists() && !cg.procs().is_empty() {
             bail!(
                 "cannot delete container {id:?}: its cgroup {} still holds processes after SIGKILL",
-                p.display()
+                cg.rel().display()
             );
         }
     }

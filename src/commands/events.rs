@@ -4,7 +4,6 @@
 //! one stats event and exits. The stream ends when the container stops.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
@@ -12,39 +11,6 @@ use libcgroups::common::CgroupManager;
 
 use super::Context;
 use crate::container;
-
-/// Parses runc's `--interval` (`5s`, `500ms`, `1m`, or plain seconds).
-pub fn parse_interval(s: &str) -> Result<Duration> {
-    let s = s.trim();
-    let (num, unit) = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .map(|i| s.split_at(i))
-        .unwrap_or((s, "s"));
-    let v: f64 = num.parse().map_err(|_| anyhow!("invalid interval {s:?}"))?;
-    let secs = match unit {
-        "ms" => v / 1000.0,
-        "s" | "" => v,
-        "m" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => return Err(anyhow!("invalid interval {s:?}")),
-    };
-    if secs <= 0.0 {
-        return Err(anyhow!("interval must be positive"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
-/// The file and key holding the container's OOM-kill counter.
-fn oom_counter(ctx: &Context, id: &str) -> Option<(PathBuf, &'static str)> {
-    let spec = ctx.layout.read_spec(id).ok()?;
-    let cg = spec.linux().as_ref()?.cgroups_path().clone()?;
-    let v1 = crate::cgroups::v1_path_dir(&cg, "memory").join("memory.oom_control");
-    if v1.exists() {
-        return Some((v1, "oom_kill"));
-    }
-    let v2 = crate::cgroups::v2_path_dir(&cg).join("memory.events");
-    v2.exists().then_some((v2, "oom_kill"))
-}
 
 /// One event in runc's envelope, its keys in runc's order (`type`, `id`, `data`; no `data` for an
 /// OOM event), which clients that match the line as text depend on: a `serde_json::Value` object
@@ -86,7 +52,7 @@ pub fn events(ctx: &Context, id: &str, stats_only: bool, interval: Duration) -> 
     if stats_only {
         return emit(&stats(&manager)?);
     }
-    let oom = oom_counter(ctx, id);
+    let oom = crate::footprint::placement(&ctx.layout, id).and_then(|p| p.oom_counter());
     let mut last_oom = oom
         .as_ref()
         .and_then(|(p, k)| crate::cgroups::read_key(p, k))
@@ -144,15 +110,5 @@ mod tests {
             serde_json::to_string(&e).unwrap(),
             r#"{"type":"oom","id":"c"}"#
         );
-    }
-
-    #[test]
-    fn intervals() {
-        assert_eq!(parse_interval("5s").unwrap(), Duration::from_secs(5));
-        assert_eq!(parse_interval("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_interval("2").unwrap(), Duration::from_secs(2));
-        assert_eq!(parse_interval("1m").unwrap(), Duration::from_secs(60));
-        assert!(parse_interval("0s").is_err());
-        assert!(parse_interval("x").is_err());
     }
 }

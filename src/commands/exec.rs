@@ -16,43 +16,62 @@ use crate::harden::Changes;
 use crate::launch::{self, ExecRequest, TerminalSession, Waiter};
 use crate::policy::{keys, Policy};
 
-/// Options of `exec`.
-#[derive(Debug, Default)]
+/// What `exec` is asked to do: runc's flags, parsed by clap as runc spells them.
+#[derive(Debug, Default, clap::Args)]
 pub struct ExecOptions {
-    /// Container id.
-    pub id: String,
-    /// The command (ignored with `process`).
-    pub command: Vec<String>,
-    /// A process.json describing the process.
+    /// process.json describing the process (the command is then ignored).
+    #[arg(short = 'p', long)]
     pub process: Option<PathBuf>,
-    /// Return once the process runs instead of waiting for it.
+    /// Do not wait for the process.
+    #[arg(short = 'd', long)]
     pub detach: bool,
-    /// Where to write the process's pid.
+    /// File to write the process's pid to.
+    #[arg(long = "pid-file")]
     pub pid_file: Option<PathBuf>,
-    /// Console socket for a terminal process.
+    /// Unix socket to receive the pty master.
+    #[arg(long = "console-socket")]
     pub console_socket: Option<PathBuf>,
-    /// Allocate a terminal.
+    /// Allocate a pseudo-TTY.
+    #[arg(short = 't', long)]
     pub tty: bool,
     /// Working directory.
+    #[arg(long)]
     pub cwd: Option<PathBuf>,
-    /// Extra environment, `KEY=VALUE`.
+    /// Extra environment variables (KEY=VALUE).
+    #[arg(short = 'e', long = "env")]
     pub env: Vec<String>,
-    /// `uid[:gid]`.
+    /// uid[:gid].
+    #[arg(short = 'u', long)]
     pub user: Option<String>,
-    /// Additional group ids.
+    /// Additional gids (repeatable or comma-separated).
+    #[arg(short = 'g', long = "additional-gids", value_delimiter = ',')]
     pub additional_gids: Vec<u32>,
-    /// Capabilities to add (each must be allowed by the policy).
+    /// Add a capability (refused unless rloxsc's policy allows it).
+    #[arg(short = 'c', long = "cap")]
     pub caps: Vec<String>,
+    /// Accepted: exec'd processes always get no_new_privs.
+    #[arg(long = "no-new-privs")]
+    pub no_new_privs: bool,
     /// Extra fds passed from 3 up.
+    #[arg(long = "preserve-fds", default_value_t = 0)]
     pub preserve_fds: i32,
-    /// SELinux label.
+    /// SELinux process label.
+    #[arg(long = "process-label")]
     pub process_label: Option<String>,
     /// AppArmor profile.
+    #[arg(long)]
     pub apparmor: Option<String>,
     /// Exec even into a paused container.
+    #[arg(long = "ignore-paused")]
     pub ignore_paused: bool,
-    /// Sub-cgroup of the container's cgroup to run in.
+    /// Run in this sub-cgroup of the container's cgroup.
+    #[arg(long)]
     pub cgroup: Option<String>,
+    /// Container id.
+    pub id: String,
+    /// The command and its arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
 }
 
 fn parse_cap(name: &str) -> Result<Capability> {

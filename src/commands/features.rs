@@ -89,7 +89,7 @@ pub fn features(ctx: &super::Context) -> Result<()> {
         "linux": {
             "namespaces": namespaces,
             "capabilities": caps,
-            "cgroup": {"v1": true, "v2": true, "systemd": false, "systemdUser": false, "rdma": false},
+            "cgroup": {"v1": true, "v2": true, "systemd": true, "systemdUser": false, "rdma": false},
             "seccomp": {
                 "enabled": true,
                 "actions": ["SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL", "SCMP_ACT_KILL_PROCESS",

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 
 use super::Context;
 use crate::launch::{self, CreateOptions, TerminalSession, Waiter};
@@ -14,12 +14,6 @@ use crate::record::{Ending, RunRecord};
 
 /// Exit status of a `run` that rloxsc ended because `--timeout` passed (as timeout(1)).
 pub const TIMEOUT_EXIT: i32 = 124;
-
-/// Parses a duration: `30`, `1.5s`, `500ms`, `2m`, `1h`.
-pub fn parse_duration(s: &str) -> Result<Duration> {
-    crate::commands::events::parse_interval(s)
-        .map_err(|_| anyhow!("invalid duration {s:?} (e.g. 30s, 500ms, 2m)"))
-}
 
 /// Options of `run` beyond create's.
 #[derive(Debug, Default)]
@@ -130,17 +124,4 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
         return Ok(TIMEOUT_EXIT);
     }
     Ok(launch::exit_status(ending))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("soon").is_err());
-    }
 }

@@ -198,7 +198,10 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
         }
     }
     let cg = linux.cgroups_path().as_ref().ok_or("no cgroupsPath")?;
-    if !cg.is_absolute()
+    if facts.cgroup_driver == crate::cgroups::Driver::Systemd {
+        crate::cgroups::placement::systemd_unit(&cg.to_string_lossy())
+            .map_err(|e| format!("cgroupsPath is not a systemd scope of its own: {e}"))?;
+    } else if !cg.is_absolute()
         || !cg.components().any(|c| matches!(c, Component::Normal(_)))
         || cg
             .components()
@@ -349,7 +352,7 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
 
 /// The hard bounds of `policy_file`, which no accepted file may cross.
 pub fn check_policy(p: &Policy) -> Result<(), String> {
-    use crate::policy_file::bounds;
+    use crate::policy::bounds;
     let lim = |name: &str, l: policy::Limit, min: u64, max: u64| {
         if l.default < min || l.default > l.ceiling || l.ceiling == 0 || l.ceiling > max {
             Err(format!("limits.{name} {l:?} outside {min}..={max}"))

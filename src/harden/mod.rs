@@ -77,6 +77,8 @@ pub struct HostFacts {
     pub has_cgroup_namespace: bool,
     /// Names of the cgroup v1 hierarchies mounted under `/sys/fs/cgroup` (empty on a pure v2 host).
     pub cgroup_v1_hierarchies: Vec<String>,
+    /// The cgroup driver of this create (`--systemd-cgroup`: systemd, checked to be usable here).
+    pub cgroup_driver: crate::cgroups::Driver,
     /// The runtime's state root (never bind-mountable).
     pub runtime_root: PathBuf,
     /// The rloxsc binary as installed and the directory of its sealed copies: never under a writable
@@ -160,7 +162,7 @@ pub fn harden(
     namespaces::harden_user_namespace(&mut spec, facts, &mut changes)?;
     filesystem::harden_root(&mut spec, facts, &mut changes)?;
     // the limits first: the store and every tmpfs are sized against the memory that pays for them
-    resources::harden_cgroups_path(&mut spec, id, &policy, &mut changes);
+    resources::harden_cgroups_path(&mut spec, id, &policy, facts.cgroup_driver, &mut changes);
     resources::refuse_unified_on_v1(&spec, facts)?;
     resources::harden_limits(&mut spec, &policy, &mut changes);
     filesystem::harden_mounts(&mut spec, &policy, facts, &mut changes)?;

@@ -10,15 +10,44 @@ use oci_spec::runtime::{
 use super::Changes;
 use crate::policy::{keys, Policy};
 
-/// Gives the container an absolute cgroup path under the policy's parent when the caller gives none
-/// (or a relative one, which would land under the runtime caller's own cgroup). An absolute path is
-/// kept only if it names a cgroup below the root without `.` or `..` (libcgroups joins it to each
-/// hierarchy's mount point: `/../../tmp/x` made rloxsc create directories outside cgroupfs, `/` is
-/// the root cgroup); anything else is flattened into one name under the parent, like a relative one.
-pub fn harden_cgroups_path(spec: &mut Spec, id: &str, policy: &Policy, changes: &mut Changes) {
+/// Gives the container a cgroup of its own. With the cgroupfs driver: an absolute cgroup path under the
+/// policy's parent when the caller gives none (or a relative one, which would land under the runtime
+/// caller's own cgroup). An absolute path is kept only if it names a cgroup below the root without `.`
+/// or `..` (libcgroups joins it to each hierarchy's mount point: `/../../tmp/x` made rloxsc create
+/// directories outside cgroupfs, `/` is the root cgroup); anything else is flattened into one name
+/// under the parent, like a relative one. With the systemd driver: a `slice:prefix:name` that names a
+/// scope ([`crate::cgroups::placement::systemd_unit`]) is kept, written out in full; anything else
+/// becomes the scope `rloxsc-<id>.scope` in `system.slice`.
+pub fn harden_cgroups_path(
+    spec: &mut Spec,
+    id: &str,
+    policy: &Policy,
+    driver: crate::cgroups::Driver,
+    changes: &mut Changes,
+) {
     use std::path::Component;
     let linux = spec.linux_mut().get_or_insert_with(Default::default);
     let current = linux.cgroups_path().clone();
+    if driver == crate::cgroups::Driver::Systemd {
+        let given = current.as_ref().map(|p| p.to_string_lossy().into_owned());
+        let unit = given
+            .as_deref()
+            .and_then(|g| crate::cgroups::placement::systemd_unit(g).ok());
+        let wanted = match unit {
+            Some(u) if given.as_deref() == Some(u.cgroups_path().as_str()) => return,
+            Some(u) => u.cgroups_path(),
+            None => format!("system.slice:rloxsc:{id}"),
+        };
+        changes.push(
+            keys::CGROUP_PARENT,
+            format!(
+                "cgroupsPath {} -> {wanted} (systemd cgroup driver)",
+                given.as_deref().unwrap_or("(none)")
+            ),
+        );
+        linux.set_cgroups_path(Some(wanted.into()));
+        return;
+    }
     let plain_absolute = |p: &std::path::Path| {
         p.is_absolute()
             && p.components().any(|c| matches!(c, Component::Normal(_)))
@@ -328,7 +357,7 @@ fn clamp_ping_group_range(spec: &mut Spec, changes: &mut Changes) {
                 .unwrap_or(0);
             (lo, hi)
         })
-        .unwrap_or((0, crate::userns::BLOCK as u64 - 1));
+        .unwrap_or((0, crate::policy::BLOCK as u64 - 1));
     let Some(sysctl) = linux.sysctl_mut().as_mut() else {
         return;
     };
@@ -793,7 +822,13 @@ mod tests {
     #[test]
     fn cgroups_path_made_absolute() {
         let mut s = careless_spec();
-        harden_cgroups_path(&mut s, "c1", &Policy::default(), &mut Changes::default());
+        harden_cgroups_path(
+            &mut s,
+            "c1",
+            &Policy::default(),
+            FS,
+            &mut Changes::default(),
+        );
         assert_eq!(
             s.linux().as_ref().unwrap().cgroups_path().as_deref(),
             Some(std::path::Path::new("/rloxsc/c1"))
@@ -804,7 +839,7 @@ mod tests {
             .unwrap()
             .set_cgroups_path(Some("/docker/abc".into()));
         let mut c = Changes::default();
-        harden_cgroups_path(&mut s, "c1", &Policy::default(), &mut c);
+        harden_cgroups_path(&mut s, "c1", &Policy::default(), FS, &mut c);
         assert_eq!(
             s.linux().as_ref().unwrap().cgroups_path().as_deref(),
             Some(std::path::Path::new("/docker/abc"))
@@ -830,12 +865,59 @@ mod tests {
                 .as_mut()
                 .unwrap()
                 .set_cgroups_path(Some(given.into()));
-            harden_cgroups_path(&mut s, "c1", &Policy::default(), &mut Changes::default());
+            harden_cgroups_path(
+                &mut s,
+                "c1",
+                &Policy::default(),
+                FS,
+                &mut Changes::default(),
+            );
             assert_eq!(
                 s.linux().as_ref().unwrap().cgroups_path().as_deref(),
                 Some(std::path::Path::new(want)),
                 "{given:?}"
             );
+        }
+    }
+
+    const FS: crate::cgroups::Driver = crate::cgroups::Driver::Cgroupfs;
+
+    // Under --systemd-cgroup, Docker's, Podman's and kubelet's unit names are kept (a missing slice
+    // written out); anything that is not a scope of its own becomes one, never a path into cgroupfs.
+    #[test]
+    fn systemd_cgroups_paths_name_a_scope_of_their_own() {
+        for (given, want) in [
+            ("system.slice:docker:abc", "system.slice:docker:abc"),
+            (
+                "kubepods-burstable-pod1.slice:cri-containerd:f0",
+                "kubepods-burstable-pod1.slice:cri-containerd:f0",
+            ),
+            (":libpod:x", "system.slice:libpod:x"),
+            ("libpod:x", "system.slice:libpod:x"),
+            ("/docker/abc", "system.slice:rloxsc:c1"),
+            ("system.slice:docker:pod.slice", "system.slice:rloxsc:c1"),
+            ("a.slice:../..:x", "system.slice:rloxsc:c1"),
+            ("", "system.slice:rloxsc:c1"),
+        ] {
+            let mut s = careless_spec();
+            s.linux_mut()
+                .as_mut()
+                .unwrap()
+                .set_cgroups_path(Some(given.into()));
+            let mut c = Changes::default();
+            harden_cgroups_path(
+                &mut s,
+                "c1",
+                &Policy::default(),
+                crate::cgroups::Driver::Systemd,
+                &mut c,
+            );
+            assert_eq!(
+                s.linux().as_ref().unwrap().cgroups_path().as_deref(),
+                Some(std::path::Path::new(want)),
+                "{given:?}"
+            );
+            assert_eq!(c.0.is_empty(), given == want, "{given:?}: {:?}", c.0);
         }
     }
 

@@ -20,6 +20,7 @@ use super::{
     builder, complete_init, executor_for, failure_key, verify_init, write_pid_file, Guard,
 };
 use crate::bundle::ContainerRecord;
+use crate::cgroups::{Driver, Placement};
 use crate::context::Context;
 use crate::errors::{cause_suffix, error_chain};
 use crate::footprint::{Footprint, HostView};
@@ -56,6 +57,8 @@ pub struct CreateOptions {
     /// When the create must be over (the run's `--timeout` from its first step); the policy's
     /// `limits.create_timeout` bounds it in any case.
     pub deadline: Option<Instant>,
+    /// The cgroup driver the caller asked for (`--systemd-cgroup`: systemd).
+    pub cgroup_driver: crate::cgroups::Driver,
 }
 
 /// The error of a create that did not finish by its deadline (the container was killed and
@@ -496,14 +499,38 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         bail!("container with id {id:?} already exists");
     }
     let mut input = read_input(ctx, opts)?;
+    if opts.cgroup_driver == Driver::Systemd {
+        if let Some(why) = crate::cgroups::placement::systemd_driver_unavailable() {
+            bail!(
+                "cannot create container {id:?}: --systemd-cgroup asks for the systemd cgroup driver, but {why}; use the cgroupfs driver (policy key {})",
+                keys::CGROUP_PARENT
+            );
+        }
+    }
+    input.host.cgroup_driver = opts.cgroup_driver;
     layout.ensure()?;
     let mut fp = Footprint::begin(layout, id)?;
     let guard = Guard::new(layout, id, opts.deadline);
+    // the custodian bounds everything from here on (a child left at the deadline is killed) and
+    // gives back what a killed foreground run holds; the create limit is the policy's (annotations
+    // cannot change it), or the run's --timeout when that comes first
+    let limit = t0 + Duration::from_secs(ctx.policy.create_timeout_s);
+    let (deadline, by_run_timeout) = match opts.deadline {
+        Some(d) if d < limit => (d, true),
+        _ => (limit, false),
+    };
+    let reap = opts.die_with_runtime.then(|| crate::custodian::Reap {
+        root: layout.root().to_path_buf(),
+        id: id.to_string(),
+    });
+    let mut custodian = crate::custodian::Custodian::spawn(deadline, reap)?;
+    ctx.faults.die_at("footprint");
 
     // identity
     let plan = plan_identity(&input.caller_spec, &input.host)
         .map_err(|r| anyhow!("refusing to create container {id:?}: {r}"))?;
     let alloc = take_identity(ctx, id, &plan, &mut input, &mut fp)?;
+    ctx.faults.die_at("identity");
 
     // policy (pure)
     let Hardened {
@@ -534,22 +561,30 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         "process.terminal is set but no --console-socket was given: a detached container needs --console-socket (or set process.terminal to false)",
     )?;
     let cgroups_path = spec.linux().as_ref().and_then(|l| l.cgroups_path().clone());
-    if let Some(cg) = &cgroups_path {
-        if let Some(why) = crate::cgroups::occupied(cg, &input.host.cgroup_v1_hierarchies) {
+    let placement = cgroups_path.clone().map(|path| Placement {
+        path,
+        driver: opts.cgroup_driver,
+    });
+    if let Some(cg) = &placement {
+        if let Some(why) = cg.occupied(&input.host.cgroup_v1_hierarchies) {
             bail!(
                 "refusing to create container {id:?}: {why}; rloxsc only runs a container in a cgroup of its own, since its end kills and removes what the cgroup holds (policy key {})",
                 keys::CGROUP_PARENT
             );
         }
-        if let Some(why) = crate::cgroups::frozen(cg, &input.host.cgroup_v1_hierarchies) {
+        if let Some(why) = cg.frozen(&input.host.cgroup_v1_hierarchies) {
             bail!(
                 "cannot create container {id:?}: container's cgroup unexpectedly frozen ({why}); thaw it first"
             );
         }
     }
-    fp.record(|l| l.cgroups_path = cgroups_path.clone())?;
+    fp.record(|l| {
+        l.cgroups_path = cgroups_path.clone();
+        l.cgroup_driver = opts.cgroup_driver;
+    })?;
     let executor = executor_for(&policy, &ctx.faults)?;
     tracing::debug!("create {id}: hardened at {:?}", t0.elapsed());
+    ctx.faults.die_at("policy");
 
     // filesystem
     let (mapping, own_mapping) = mappings(&plan, alloc, &spec);
@@ -563,6 +598,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         own_mapping.as_ref(),
         &mut fp,
     )?;
+    ctx.faults.die_at("filesystem");
     tracing::debug!(
         "create {id}: filesystem ready (layers {}) at {:?}",
         if made.idmapped {
@@ -587,15 +623,6 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     let private = layout.write_bundle(id, &host_spec, &record)?;
     let capture = private.join("create-errors.log");
     crate::logging::capture_errors_to(&capture);
-    let limit = t0 + Duration::from_secs(record.policy.create_timeout_s);
-    let (deadline, by_run_timeout) = match opts.deadline {
-        Some(d) if d < limit => (d, true),
-        _ => (limit, false),
-    };
-    let reap = opts.die_with_runtime.then(|| crate::custodian::Reap {
-        root: layout.root().to_path_buf(),
-        id: id.to_string(),
-    });
     let owner = host_spec
         .process()
         .as_ref()
@@ -603,7 +630,6 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     if let Some(o) = owner {
         super::give_stdio_to(o);
     }
-    let mut custodian = crate::custodian::Custodian::spawn(deadline, reap)?;
     let joins_userns = matches!(plan, IdentityPlan::Join { .. });
     let built = builder(
         layout,
@@ -625,7 +651,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     .and_then(|b| {
         b.as_init(&private)
             .with_spec(lc_spec)
-            .with_systemd(false)
+            .with_systemd(opts.cgroup_driver == Driver::Systemd)
             .with_detach(opts.detach || console_path.is_some())
             .with_oci_bundle(&input.bundle)
             .build()
@@ -652,11 +678,25 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         )
     })?;
     tracing::debug!("create {id}: libcontainer created it at {:?}", t0.elapsed());
+    ctx.faults.die_at("libcontainer");
 
     // completion
     let pid = container
         .pid()
         .ok_or_else(|| anyhow!("container {id:?} has no init pid after create"))?;
+    if let Some(cg) = &placement {
+        // every later verb finds the container's processes where its placement says they are
+        let actual = crate::cgroups::ProcessCgroups::of(pid.as_raw()).and_then(|c| c.procs_dir());
+        if actual.as_deref() != Some(cg.procs_dir().as_path()) {
+            bail!(
+                "cannot create container {id:?}: its init is in the cgroup {}, not in {} where its cgroups path {} names it (policy key {})",
+                actual.map(|a| a.display().to_string()).unwrap_or_else(|| "(none)".into()),
+                cg.procs_dir().display(),
+                cg.path.display(),
+                keys::CGROUP_PARENT
+            );
+        }
+    }
     complete(
         id,
         pid.as_raw(),
@@ -672,6 +712,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
             .ok_or_else(|| anyhow!("container {id:?}: its init {pid} is gone"))?,
     );
     layout.rewrite_record(id, &record)?;
+    ctx.faults.die_at("verified");
     if let Some(pid_file) = &opts.pid_file {
         write_pid_file(pid_file, pid.as_raw())?;
     }

@@ -146,15 +146,7 @@ fn complete_init(pid: i32, spec: &Spec) -> Result<()> {
     crate::cgroups::deny_v1_default_devices(pid)?;
     crate::cgroups::enforce_v2_no_swap(pid, spec)?;
     crate::cgroups::deny_v2_default_devices(pid)?;
-    let new_netns = spec
-        .linux()
-        .as_ref()
-        .and_then(|l| l.namespaces().as_ref())
-        .is_some_and(|ns| {
-            ns.iter().any(|n| {
-                n.typ() == oci_spec::runtime::LinuxNamespaceType::Network && n.path().is_none()
-            })
-        });
+    let new_netns = crate::netns::has_own_network_namespace(spec);
     if new_netns {
         crate::netns::bring_loopback_up(pid).with_context(|| {
             format!(

@@ -389,19 +389,14 @@ fn make_store(views: &mut ViewDir, tag: &str, size: StoreSize, top: &OwnedFd) ->
     Ok(store)
 }
 
-/// Mounts the root overlay of `layers` (open at `fds`) over the store at `target`.
-fn mount_root(tag: &str, fds: &[OwnedFd], store: &Path, target: &Path) -> Result<()> {
-    // the layers by fd (/proc/self/fd/N): short, whatever their paths, so that even an image of
-    // many layers fits in the page mount(2) takes
-    let lower: Vec<String> = fds
-        .iter()
-        .map(|f| format!("/proc/self/fd/{}", f.as_raw_fd()))
-        .collect();
+/// Mounts a `nosuid,nodev` overlay of the `lower` layers (overlayfs' `lowerdir=` list) at `target`,
+/// its upper layer and work directory `upper/` and `work/` of `dir`: no index, no redirects, no
+/// metacopy (features that would make the upper layer point into the lower ones).
+fn mount_overlay(tag: &str, target: &Path, lower: &str, dir: &Path) -> nix::Result<()> {
     let data = format!(
-        "lowerdir={},upperdir={},workdir={},index=off,redirect_dir=off,metacopy=off",
-        lower.join(":"),
-        store.join("upper").display(),
-        store.join("work").display()
+        "lowerdir={lower},upperdir={},workdir={},index=off,redirect_dir=off,metacopy=off",
+        dir.join("upper").display(),
+        dir.join("work").display()
     );
     nix::mount::mount(
         Some(tag),
@@ -410,7 +405,17 @@ fn mount_root(tag: &str, fds: &[OwnedFd], store: &Path, target: &Path) -> Result
         nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
         Some(data.as_str()),
     )
-    .map_err(|e| {
+}
+
+/// Mounts the root overlay of `layers` (open at `fds`) over the store at `target`.
+fn mount_root(tag: &str, fds: &[OwnedFd], store: &Path, target: &Path) -> Result<()> {
+    // the layers by fd (/proc/self/fd/N): short, whatever their paths, so that even an image of
+    // many layers fits in the page mount(2) takes
+    let lower: Vec<String> = fds
+        .iter()
+        .map(|f| format!("/proc/self/fd/{}", f.as_raw_fd()))
+        .collect();
+    mount_overlay(tag, target, &lower.join(":"), store).map_err(|e| {
         anyhow!(
             "cannot mount the container's root overlay: {e} (overlayfs over the image's layers; policy key {})",
             keys::ROOTFS
@@ -569,20 +574,7 @@ pub fn assemble(req: &Request, views: &mut ViewDir, token: &str) -> Result<Assem
             std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(mode))?;
         }
         let target = views.entry(&format!("c{i}"), false)?;
-        let data = format!(
-            "lowerdir={},upperdir={},workdir={},index=off,redirect_dir=off,metacopy=off",
-            lower.display(),
-            t.join("upper").display(),
-            t.join("work").display()
-        );
-        nix::mount::mount(
-            Some(tag.as_str()),
-            &target,
-            Some("overlay"),
-            nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
-            Some(data.as_str()),
-        )
-        .map_err(|e| {
+        mount_overlay(&tag, &target, &lower.display().to_string(), &t).map_err(|e| {
             anyhow!(
                 "cannot make the tmpcopyup mount {}: {e} (policy key {})",
                 c.dest.display(),

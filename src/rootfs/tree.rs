@@ -210,6 +210,20 @@ pub fn copy_data(from: &OwnedFd, to: &OwnedFd, size: i64) -> std::io::Result<u64
     Ok(copied)
 }
 
+/// The access and modification times of `st`, as futimens/utimensat take them.
+fn access_and_modification_times(st: &libc::stat) -> [libc::timespec; 2] {
+    [
+        libc::timespec {
+            tv_sec: st.st_atime,
+            tv_nsec: st.st_atime_nsec,
+        },
+        libc::timespec {
+            tv_sec: st.st_mtime,
+            tv_nsec: st.st_mtime_nsec,
+        },
+    ]
+}
+
 /// Sets owner `(uid, gid)`, permission bits (set-id bits never), and the times of `st` on the open
 /// `fd`.
 pub fn set_attrs(fd: RawFd, st: &libc::stat, owner: (u32, u32)) -> std::io::Result<()> {
@@ -217,16 +231,7 @@ pub fn set_attrs(fd: RawFd, st: &libc::stat, owner: (u32, u32)) -> std::io::Resu
     unsafe {
         check(libc::fchown(fd, owner.0, owner.1))?;
         check(libc::fchmod(fd, st.st_mode & 0o1777))?;
-        let times = [
-            libc::timespec {
-                tv_sec: st.st_atime,
-                tv_nsec: st.st_atime_nsec,
-            },
-            libc::timespec {
-                tv_sec: st.st_mtime,
-                tv_nsec: st.st_mtime_nsec,
-            },
-        ];
+        let times = access_and_modification_times(st);
         check(libc::futimens(fd, times.as_ptr()))
     }
 }
@@ -247,16 +252,7 @@ pub fn set_link_attrs(
             owner.1,
             libc::AT_SYMLINK_NOFOLLOW,
         ))?;
-        let times = [
-            libc::timespec {
-                tv_sec: st.st_atime,
-                tv_nsec: st.st_atime_nsec,
-            },
-            libc::timespec {
-                tv_sec: st.st_mtime,
-                tv_nsec: st.st_mtime_nsec,
-            },
-        ];
+        let times = access_and_modification_times(st);
         check(libc::utimensat(
             dir,
             name.as_ptr(),

@@ -544,6 +544,12 @@ impl CgroupManager for Manager {
                 .set_unit_properties(&self.unit_name, &properties)?;
         }
 
+        // What unit properties cannot say (the device rules: an eBPF program on the scope's
+        // cgroup) or say only approximately is written to the unit's cgroup as well, as runc's
+        // systemd manager does after setting the properties: without this a container under the
+        // systemd driver had no device cgroup rules at all.
+        self.fs_manager.apply(controller_opt)?;
+
         Ok(())
     }
 

@@ -1,6 +1,14 @@
 //! Where a container's cgroups are on this host: from a process's `/proc/<pid>/cgroup` (parsed by
-//! `procfs`) or from the cgroups path of a hardened spec. One place for the v1-or-v2 decision that
-//! verification, `kill --all`, records, `events`, `update` and `delete` all need.
+//! `procfs`), or from the container's [`Placement`] (its spec's cgroups path and the driver chosen at
+//! create). One place for the v1-or-v2 and cgroupfs-or-systemd decisions that verification, `kill
+//! --all`, records, `events`, `update` and `delete` all need, and one reader of the counters
+//! ([`counters`]).
+
+pub mod counters;
+pub mod placement;
+
+pub use counters::CgroupReadings;
+pub use placement::{Driver, Placement};
 
 use std::path::{Path, PathBuf};
 
@@ -80,18 +88,6 @@ impl ProcessCgroups {
     }
 }
 
-/// The directory of v1 controller `controller` for a spec's `cgroupsPath` (e.g. `/rloxsc/c1`).
-pub fn v1_path_dir(cgroups_path: &Path, controller: &str) -> PathBuf {
-    Path::new(ROOT)
-        .join(controller)
-        .join(cgroups_path.strip_prefix("/").unwrap_or(cgroups_path))
-}
-
-/// The v2 directory for a spec's `cgroupsPath`.
-pub fn v2_path_dir(cgroups_path: &Path) -> PathBuf {
-    Path::new(ROOT).join(cgroups_path.strip_prefix("/").unwrap_or(cgroups_path))
-}
-
 /// Whether this host has cgroup v1 hierarchies (v1 or hybrid).
 pub fn host_is_v1() -> bool {
     Path::new(ROOT)
@@ -106,95 +102,6 @@ pub fn procs_in(dir: &Path) -> Vec<i32> {
     std::fs::read_to_string(dir.join("cgroup.procs"))
         .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
         .unwrap_or_default()
-}
-
-/// The pids of every process in the cgroups named by a spec's `cgroupsPath` (v1 pids hierarchy, or
-/// v2), without libcgroups (no manager needs to be built to read one file).
-pub fn procs_of_path(cgroups_path: &Path) -> Vec<i32> {
-    let v1 = v1_path_dir(cgroups_path, "pids");
-    if v1.is_dir() {
-        return procs_in(&v1);
-    }
-    procs_in(&v2_path_dir(cgroups_path))
-}
-
-/// Why the cgroup a spec names cannot be the container's, if it cannot: it already exists and holds
-/// processes, or cgroups below it, in one of the v1 `hierarchies` (directory names under
-/// /sys/fs/cgroup, e.g. `cpu,cpuacct`) or on v2. A container's end kills everything in its cgroup
-/// and removes it, and `pause` freezes everything below it: that must only ever be the container's
-/// own.
-pub fn occupied(cgroups_path: &Path, hierarchies: &[String]) -> Option<String> {
-    let mut dirs: Vec<PathBuf> = hierarchies
-        .iter()
-        .map(|h| v1_path_dir(cgroups_path, h))
-        .collect();
-    if hierarchies.is_empty() {
-        dirs.push(v2_path_dir(cgroups_path));
-    }
-    for d in dirs {
-        if !d.is_dir() {
-            continue;
-        }
-        let procs = procs_in(&d);
-        if !procs.is_empty() {
-            return Some(format!(
-                "the cgroup {} already holds {} process(es) (pid {})",
-                d.display(),
-                procs.len(),
-                procs[0]
-            ));
-        }
-        let child = std::fs::read_dir(&d).ok().and_then(|rd| {
-            rd.flatten()
-                .find(|e| e.path().join("cgroup.procs").exists())
-        });
-        if let Some(c) = child {
-            return Some(format!(
-                "the cgroup {} already has the cgroup {} below it",
-                d.display(),
-                c.path().display()
-            ));
-        }
-    }
-    None
-}
-
-/// Whether the container's cgroup (or, when it does not exist yet, the nearest existing cgroup above
-/// it, which a new one inherits its state from) is frozen or freezing: v1 `freezer.state`, v2
-/// `cgroup.freeze`. A process entering a frozen cgroup stops there, unkillable until it is thawed
-/// (libcontainer's intermediate process slept forever), so create refuses first, as runc does
-/// (`container's cgroup unexpectedly frozen`). Names the cgroup that is frozen.
-pub fn frozen(cgroups_path: &Path, hierarchies: &[String]) -> Option<String> {
-    frozen_under(Path::new(ROOT), cgroups_path, hierarchies)
-}
-
-fn frozen_under(root: &Path, cgroups_path: &Path, hierarchies: &[String]) -> Option<String> {
-    let rel = cgroups_path.strip_prefix("/").unwrap_or(cgroups_path);
-    let (base, file, frozen_when): (PathBuf, &str, &[&str]) =
-        if hierarchies.iter().any(|h| h == "freezer") {
-            (
-                root.join("freezer"),
-                "freezer.state",
-                &["FROZEN", "FREEZING"],
-            )
-        } else if hierarchies.is_empty() {
-            (root.to_path_buf(), "cgroup.freeze", &["1"])
-        } else {
-            return None; // v1 without a freezer hierarchy: nothing can freeze it
-        };
-    let mut dir = base.join(rel);
-    loop {
-        if dir.is_dir() {
-            let state = std::fs::read_to_string(dir.join(file)).ok()?;
-            let state = state.trim();
-            return frozen_when
-                .contains(&state)
-                .then(|| format!("{} is {state}", dir.join(file).display()));
-        }
-        if dir == base || !dir.pop() {
-            return None;
-        }
-    }
 }
 
 /// Reads `key N` from a flat-keyed cgroup file (`memory.events`, `pids.events`, `memory.oom_control`).
@@ -273,6 +180,19 @@ pub fn deny_v2_default_devices(pid: i32) -> anyhow::Result<()> {
     })
 }
 
+/// How many eBPF device programs are attached to the cgroup directory `dir` (BPF_PROG_QUERY).
+pub fn device_programs(dir: &Path) -> Result<usize, String> {
+    use std::os::fd::AsRawFd;
+    let cg = std::fs::File::open(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let progs = libcgroups::v2::devices::bpf::prog::query(cg.as_raw_fd())
+        .map_err(|e| format!("BPF_PROG_QUERY on {}: {e}", dir.display()))?;
+    for p in &progs {
+        // SAFETY: query opened each fd for us (BPF_PROG_GET_FD_BY_ID) and hands it over.
+        drop(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(p.fd) });
+    }
+    Ok(progs.len())
+}
+
 /// libcontainer always appends `c 10:200 rwm` (/dev/net/tun) to a v1 device cgroup; take it back.
 pub fn deny_v1_default_devices(pid: i32) -> anyhow::Result<()> {
     let Some(dir) = ProcessCgroups::of(pid).and_then(|c| c.v1_dir("devices")) else {
@@ -289,33 +209,6 @@ pub fn deny_v1_default_devices(pid: i32) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_frozen_cgroup_or_frozen_parent_is_found() {
-        let root = std::env::temp_dir().join(format!("rloxsc-frozen-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        let v1 = vec!["freezer".to_string(), "pids".to_string()];
-        let ct = root.join("freezer/pod/ct");
-        std::fs::create_dir_all(&ct).unwrap();
-        std::fs::write(root.join("freezer/pod/freezer.state"), "THAWED\n").unwrap();
-        std::fs::write(ct.join("freezer.state"), "THAWED\n").unwrap();
-        assert_eq!(frozen_under(&root, Path::new("/pod/ct"), &v1), None);
-        std::fs::write(ct.join("freezer.state"), "FROZEN\n").unwrap();
-        let why = frozen_under(&root, Path::new("/pod/ct"), &v1).unwrap();
-        assert!(why.contains("pod/ct/freezer.state is FROZEN"), "{why}");
-        // not made yet: the parent it would inherit from decides
-        assert_eq!(frozen_under(&root, Path::new("/pod/new"), &v1), None);
-        std::fs::write(root.join("freezer/pod/freezer.state"), "FREEZING\n").unwrap();
-        assert!(frozen_under(&root, Path::new("/pod/new"), &v1).is_some());
-        // v2
-        let v2ct = root.join("v2/a/b");
-        std::fs::create_dir_all(&v2ct).unwrap();
-        std::fs::write(v2ct.join("cgroup.freeze"), "1\n").unwrap();
-        assert!(frozen_under(&root.join("v2"), Path::new("/a/b"), &[]).is_some());
-        std::fs::write(v2ct.join("cgroup.freeze"), "0\n").unwrap();
-        assert_eq!(frozen_under(&root.join("v2"), Path::new("/a/b"), &[]), None);
-        std::fs::remove_dir_all(&root).unwrap();
-    }
 
     #[test]
     fn hybrid_and_pure_v2() {
