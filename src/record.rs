@@ -22,7 +22,7 @@ pub enum Ending {
 }
 
 /// The record's status: a timeout rloxsc enforced first, then an OOM kill, then the pids limit, then
-/// the exit itself.
+/// the exit itself (counters that could not be read decide nothing).
 pub fn status(ending: Ending, timed_out: bool, c: &CgroupReadings) -> &'static str {
     if timed_out {
         "timed_out"
@@ -75,18 +75,19 @@ pub struct RunRecord {
     pub signal: Option<i32>,
     /// Wall time from create to the end, seconds.
     pub wall_time_s: f64,
-    /// User CPU time of every process in the container, seconds.
-    pub user_cpu_s: f64,
+    /// User CPU time of every process in the container, seconds. This and the counters below are
+    /// `null` when the cgroup was gone before it could be read (`cgroup` says `unavailable`).
+    pub user_cpu_s: Option<f64>,
     /// System CPU time of every process in the container, seconds.
-    pub system_cpu_s: f64,
+    pub system_cpu_s: Option<f64>,
     /// Peak memory of the container's cgroup, bytes.
-    pub peak_memory_bytes: u64,
+    pub peak_memory_bytes: Option<u64>,
     /// Whether the OOM killer killed a process of the container.
-    pub oom_killed: bool,
+    pub oom_killed: Option<bool>,
     /// How many processes the OOM killer killed.
-    pub oom_kills: u64,
+    pub oom_kills: Option<u64>,
     /// Whether a fork failed on the pids limit.
-    pub pids_limit_hit: bool,
+    pub pids_limit_hit: Option<bool>,
     /// Whether rloxsc killed the container for exceeding --timeout.
     pub timed_out: bool,
     /// The limits in force.
@@ -124,12 +125,12 @@ impl RunRecord {
                 _ => None,
             },
             wall_time_s,
-            user_cpu_s: c.cpu_user_ns as f64 / 1e9,
-            system_cpu_s: c.cpu_system_ns as f64 / 1e9,
-            peak_memory_bytes: c.peak_memory_bytes,
-            oom_killed: c.oom_kills > 0,
-            oom_kills: c.oom_kills,
-            pids_limit_hit: c.pids_limit_hits > 0,
+            user_cpu_s: c.available.then_some(c.cpu_user_ns as f64 / 1e9),
+            system_cpu_s: c.available.then_some(c.cpu_system_ns as f64 / 1e9),
+            peak_memory_bytes: c.available.then_some(c.peak_memory_bytes),
+            oom_killed: c.available.then_some(c.oom_kills > 0),
+            oom_kills: c.available.then_some(c.oom_kills),
+            pids_limit_hit: c.available.then_some(c.pids_limit_hits > 0),
             timed_out,
             limits,
             cgroup: c.version,
@@ -192,12 +193,12 @@ impl RunRecord {
             exit_code: None,
             signal: None,
             wall_time_s,
-            user_cpu_s: 0.0,
-            system_cpu_s: 0.0,
-            peak_memory_bytes: 0,
-            oom_killed: false,
-            oom_kills: 0,
-            pids_limit_hit: false,
+            user_cpu_s: Some(0.0),
+            system_cpu_s: Some(0.0),
+            peak_memory_bytes: Some(0),
+            oom_killed: Some(false),
+            oom_kills: Some(0),
+            pids_limit_hit: Some(false),
             timed_out: true,
             limits: Limits {
                 pids: None,
@@ -229,6 +230,7 @@ mod tests {
     fn readings(oom: u64, pids: u64) -> CgroupReadings {
         CgroupReadings {
             version: "v1",
+            available: true,
             oom_kills: oom,
             pids_limit_hits: pids,
             ..Default::default()
@@ -257,6 +259,41 @@ mod tests {
         );
     }
 
+    // Under the systemd driver the scope is gone with the container's last process: a record says
+    // it could not read the counters instead of claiming there was no OOM kill.
+    #[test]
+    fn counters_that_could_not_be_read_are_null_not_zero() {
+        let gone = CgroupReadings {
+            version: "unavailable",
+            ..Default::default()
+        };
+        let r = RunRecord::new(
+            "x",
+            Some(Ending::Signaled(9)),
+            false,
+            1.0,
+            &gone,
+            Limits {
+                pids: None,
+                memory_bytes: None,
+                timeout_s: None,
+            },
+            vec![],
+        );
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["status"], "signaled");
+        assert_eq!(v["cgroup"], "unavailable");
+        for k in [
+            "oom_killed",
+            "oom_kills",
+            "pids_limit_hit",
+            "peak_memory_bytes",
+            "user_cpu_s",
+        ] {
+            assert!(v[k].is_null(), "{k}: {v}");
+        }
+    }
+
     #[test]
     fn record_fields() {
         let r = RunRecord::new(
@@ -274,7 +311,7 @@ mod tests {
         );
         assert_eq!(r.signal, Some(9));
         assert_eq!(r.exit_code, None);
-        assert!(r.oom_killed);
+        assert_eq!(r.oom_killed, Some(true));
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["status"], "oom_killed");
     }

@@ -13,8 +13,11 @@ use super::{read_key, read_u64};
 /// What a container's cgroup says about its run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CgroupReadings {
-    /// `v1` or `v2`.
+    /// `v1` or `v2`; `unavailable` when the cgroup was gone (the counters below are then zero and
+    /// mean nothing: systemd removes a container's scope with its last process).
     pub version: &'static str,
+    /// Whether the counters were read (the cgroup still existed).
+    pub available: bool,
     /// User CPU time, nanoseconds.
     pub cpu_user_ns: u64,
     /// System CPU time, nanoseconds.
@@ -35,6 +38,7 @@ impl Placement {
             let cpu = self.v1_dir("cpuacct");
             return CgroupReadings {
                 version: "v1",
+                available: true,
                 cpu_user_ns: read_u64(&cpu.join("cpuacct.usage_user")).unwrap_or(0),
                 cpu_system_ns: read_u64(&cpu.join("cpuacct.usage_sys")).unwrap_or(0),
                 peak_memory_bytes: read_u64(&memory.join("memory.max_usage_in_bytes")).unwrap_or(0),
@@ -44,8 +48,15 @@ impl Placement {
             };
         }
         let d = self.v2_dir();
+        if !d.join("cgroup.procs").exists() {
+            return CgroupReadings {
+                version: "unavailable",
+                ..Default::default()
+            };
+        }
         CgroupReadings {
             version: "v2",
+            available: true,
             cpu_user_ns: read_key(&d.join("cpu.stat"), "user_usec").unwrap_or(0) * 1000,
             cpu_system_ns: read_key(&d.join("cpu.stat"), "system_usec").unwrap_or(0) * 1000,
             peak_memory_bytes: read_u64(&d.join("memory.peak")).unwrap_or(0),

@@ -133,7 +133,7 @@ fn write_delete_record(ctx: &Context, c: &Container, dir: &std::path::Path) -> R
     let path = dir.join(format!("{id}.json"));
     rec.write(&path)?;
     tracing::info!(
-        "container {id}: record {} status={} oom_kills={} pids_limit_hit={} peak_memory_bytes={}",
+        "container {id}: record {} status={} oom_kills={:?} pids_limit_hit={:?} peak_memory_bytes={:?}",
         path.display(),
         rec.status,
         rec.oom_kills,

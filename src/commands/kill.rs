@@ -22,13 +22,22 @@ pub fn kill(ctx: &Context, id: &str, signal: &str, all: bool) -> Result<()> {
     if !all {
         return signal_init(ctx, &mut c, id, sig);
     }
+    // a cgroup that is gone holds no process: systemd removes a transient scope as soon as its last
+    // process exits, and containerd's shim sends `kill --all ID 9` right then (and waits for it)
+    let cgroup_gone = || !crate::footprint::placement(&ctx.layout, id).is_some_and(|p| p.exists());
+    if stopped_all && cgroup_gone() {
+        return Ok(());
+    }
     match Signal::try_from(sig) {
-        Ok(s) => c.kill(s, all).map_err(|e| {
+        Ok(s) => c.kill(s, all).or_else(|e| {
+            if stopped_all && cgroup_gone() {
+                return Ok(()); // removed while it was being read
+            }
             let msg = crate::errors::error_chain(&e);
             if msg.contains("ESRCH") || msg.contains("No such process") {
-                anyhow!("container {id:?}: no such process")
+                Err(anyhow!("container {id:?}: no such process"))
             } else {
-                anyhow!("cannot signal container {id:?}: {msg}")
+                Err(anyhow!("cannot signal container {id:?}: {msg}"))
             }
         }),
         Err(_) => {

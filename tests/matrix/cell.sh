@@ -92,6 +92,7 @@ CRI_PAUSE=docker.io/library/rxmatrix-pause:latest
 {
     printf 'version = 2\nroot = "%s"\nstate = "%s"\n' "$DATA/containerd" "$RUN/containerd"
     printf '[grpc]\n  address = "%s"\n[ttrpc]\n  address = "%s.ttrpc"\n' "$CSOCK" "$CSOCK"
+    [ -z "${MATRIX_DEBUG:-}" ] || printf '[debug]\n  level = "debug"\n'
     printf '[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "%s"\n  restrict_oom_score_adj = true\n' "$CRI_PAUSE"
     printf '  [plugins."io.containerd.grpc.v1.cri".cni]\n    bin_dir = "%s"\n    conf_dir = "%s"\n' "$W/cri/cni/bin" "$W/cri/cni/conf"
     printf '  [plugins."io.containerd.grpc.v1.cri".containerd]\n    default_runtime_name = "runc"\n'
@@ -272,11 +273,24 @@ s_init() {
     assert_match "PID 1 is docker-init" '^/[^ ]*(docker-init|tini)' "$OUT"
 }
 s_oom() {
-    local c=$NAME-oom-$1
+    local c=$NAME-oom-$1 before after
     docker rm -f "$c" >/dev/null 2>&1
+    # under systemd the scope (and its memory.events) is removed as soon as the OOM-killed payload
+    # is gone; containerd's shim reads memory.events when the kernel notifies it, up to 10 ms late
+    # (cgroup file notifications are rate-limited), and under emulation it loses that race for runc
+    # as for rloxsc (measured 2026-12-04 with a payload that allocates 3 s after start, so that the
+    # shim's watch is surely in place: runc missed 4 of 12 kills, rloxsc 5 of 12). There the kill is
+    # also read from the kernel: system.slice's oom_kill count
+    before=$(awk '$1 == "oom_kill" {print $2}' /sys/fs/cgroup/system.slice/memory.events 2>/dev/null)
     run_cap docker run --pull=never --name "$c" --memory 32m --memory-swap 32m --runtime "$1" "$IMG" sh -c 'x=a; while :; do x=$x$x; done'
     assert_eq "exit code" 137 "$RC"
-    assert_eq "State.OOMKilled" true "$(docker inspect -f '{{.State.OOMKilled}}' "$c")"
+    if [ "$SYSTEMD" = 1 ] && [ "$(docker inspect -f '{{.State.OOMKilled}}' "$c")" != true ]; then
+        after=$(awk '$1 == "oom_kill" {print $2}' /sys/fs/cgroup/system.slice/memory.events 2>/dev/null)
+        [ "${after:-0}" -gt "${before:-0}" ] || fail "State.OOMKilled false and no OOM kill counted in system.slice"
+        echo "note: Docker missed the OOM event (containerd/systemd race); the kernel counted it in system.slice ($before -> $after)"
+    else
+        assert_eq "State.OOMKilled" true "$(docker inspect -f '{{.State.OOMKilled}}' "$c")"
+    fi
     ok docker rm "$c"
 }
 s_pids_limit() {
@@ -401,9 +415,13 @@ run_scenario() {   # RUNTIME NAME
         local p=$!
         local limit=${MATRIX_SCENARIO_TIMEOUT:-180}
         [ "$name" = cri-pod ] && limit=$((limit * 2))   # nine CRI calls, each seconds under emulation
-        ( sleep "$limit"; kill -TERM $p 2>/dev/null ) & local wd=$!
+        # the watchdog ends within a second of the scenario and never holds the results pipe: a
+        # `sleep $limit` left behind by `kill $wd` kept `tee` (and so the cell) waiting for the
+        # longest limit after the last scenario, ~330 s per cell
+        ( t=0; while [ $t -lt "$limit" ] && kill -0 $p 2>/dev/null; do sleep 1; t=$((t + 1)); done
+          [ $t -lt "$limit" ] || kill -TERM $p 2>/dev/null ) >/dev/null 2>&1 </dev/null & local wd=$!
         wait $p; rc=$?
-        kill $wd 2>/dev/null; wait $wd 2>/dev/null
+        wait $wd 2>/dev/null
     fi
     secs=$(awk -v a="$t0" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}')
     if [ "$rc" = 0 ]; then status=pass; reason=
@@ -416,9 +434,13 @@ run_scenario() {   # RUNTIME NAME
 }
 
 for rt in $MATRIX_RUNTIMES; do
+    # MATRIX_REPEAT=N runs the (selected) scenarios N times, to measure a race (the summary then
+    # counts every run)
+    for _ in $(seq "${MATRIX_REPEAT:-1}"); do
     for s in $SCENARIOS; do
         [ -z "${MATRIX_ONLY:-}" ] || grep -Eq "^($MATRIX_ONLY)\$" <<<"$s" || continue
         run_scenario "$rt" "$s"
+    done
     done
     docker rm -f $(docker ps -aq) >/dev/null 2>&1
 done | tee "$W/results"

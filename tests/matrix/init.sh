@@ -167,8 +167,13 @@ run_cell() {
             [ "$p" = 1 ] || [ "$p" = "$teepid" ] || kill -KILL "$p" 2>/dev/null
         done
     else
-        exec 3>/run/matrix.fifo; exec 3>&-   # systemd stops the rest; tee ends when run.sh's writers do
-        ( $B sleep 5; kill $teepid 2>/dev/null ) &
+        # under systemd, what run.sh left is in this service's cgroup and holds the fifo: kill it,
+        # by pid, but for this shell and tee (opening the fifo here instead failed with EINTR)
+        cg=$($B awk -F: '$1 == "0" {print $3}' /proc/$$/cgroup)
+        for p in $($B cat "/sys/fs/cgroup$cg/cgroup.procs" 2>/dev/null); do
+            [ "$p" = "$$" ] || [ "$p" = "$teepid" ] || kill -KILL "$p" 2>/dev/null
+        done
+        ( $B sleep 5; kill $teepid 2>/dev/null ) >/dev/null 2>&1 &
     fi
     wait $teepid
     echo "$rc" >$OUT/exit_status

@@ -77,7 +77,7 @@ for cell in $cells; do
         cat >"$share/run.sh" <<RUN
 #!/bin/bash
 export MATRIX_CELL=$cell MATRIX_RUNTIMES="$runtimes" MATRIX_RLOXSC=$share/rloxsc MATRIX_IMAGE_TAR=$share/image.tar
-export MATRIX_CRI_VENV=$CRI_VENV MATRIX_OUT=/.matrix-out W=/tmp/rxm MATRIX_ONLY="${MATRIX_ONLY:-}" MATRIX_REPO=$repo
+export MATRIX_CRI_VENV=$CRI_VENV MATRIX_OUT=/.matrix-out W=/tmp/rxm MATRIX_ONLY="${MATRIX_ONLY:-}" MATRIX_REPEAT="${MATRIX_REPEAT:-1}" MATRIX_DEBUG="${MATRIX_DEBUG:-}" MATRIX_REPO=$repo
 exec bash $share/cell.sh
 RUN
         chmod 0755 "$share/run.sh"
