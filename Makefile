@@ -62,14 +62,17 @@ lint: deps docs-check
 
 # Everything: lints, unit tests, integration tests that start real containers on this host (needs root),
 # the fuzz targets, the cgroup v2 suite in a throwaway QEMU guest, the kernel matrix's Debian 12 6.1
-# and 6.12 cells (QEMU guests), Docker, Podman, ctr, containerd 1.6's and 2.x's CRI and the code-eval
-# clients (llm-sandbox, the docker SDK) driving rloxsc, the workload comparison and contrib/code-eval.
+# (cgroupfs driver) and 6.12 with systemd as PID 1 (systemd driver) cells and the refusal on Debian
+# 11's 5.10 (QEMU guests), runc's own integration suite against rloxsc and runc, Docker, Podman, ctr,
+# containerd 1.6's and 2.x's CRI and the code-eval clients (llm-sandbox, the docker SDK) driving
+# rloxsc, the workload comparison and contrib/code-eval.
 test: lint build build-fault bundles
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the integration tests create real containers" >&2; exit 1; }
 	$(CARGO) test --release --locked --no-fail-fast -- --test-threads=2
 	bash scripts/deps.sh --fuzz && bash scripts/fuzz.sh 30
 	RLOXSC_BIN=$(BIN) bash tests/v2guest/run.sh
-	RLOXSC_BIN=$(BIN) bash tests/matrix/run.sh debian12-6.1 debian12bpo-6.12
+	RLOXSC_BIN=$(BIN) bash tests/matrix/run.sh debian12-6.1 systemd-6.12
+	RLOXSC_BIN=$(BIN) MATRIX_ONLY='run-rm|detached' bash tests/matrix/run.sh debian11-5.10
 	RLOXSC_NO_BUILD=1 bash tests/clients/run.sh all
 	bash scripts/workload-report.sh
 	/usr/bin/python3 contrib/code-eval/run-snippets.py

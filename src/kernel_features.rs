@@ -20,6 +20,9 @@ pub struct Feature {
     pub key: &'static str,
     /// What rloxsc does with it (what will not work without it).
     pub used_for: &'static str,
+    /// Whether rloxsc refuses every container without it (`false`: it works with less, e.g. the
+    /// image's files shown as nobody's, and says so).
+    pub required: bool,
 }
 
 /// How a [`Probe`] decided.
@@ -68,54 +71,63 @@ pub const IDMAPPED_MOUNTS: Feature = Feature {
     since: (5, 12),
     key: "userns.mode",
     used_for: "the rootfs and binds shown with the container's ids",
+    required: true,
 };
 pub const IDMAPPED_OVERLAYFS_LAYERS: Feature = Feature {
     name: "idmapped overlayfs layers",
     since: (5, 19),
     key: "userns.mode",
     used_for: "an overlayfs rootfs (Docker, Podman, containerd) owned by the container's root",
+    required: false,
 };
 pub const IDMAPPED_TMPFS: Feature = Feature {
     name: "idmapped tmpfs mounts",
     since: (6, 3),
     key: "filesystem.writable",
     used_for: "the host-side views of the writable paths that docker cp and put_archive use",
+    required: false,
 };
 pub const MOUNT_SETATTR: Feature = Feature {
     name: "mount_setattr(2) (recursive mount attributes)",
     since: (5, 12),
     key: "mounts.writable_binds",
     used_for: "nosuid,nodev (and ro) on every submount of a bind (rnosuid, rnodev, rro)",
+    required: true,
 };
 pub const OPEN_TREE: Feature = Feature {
     name: "open_tree(2) and move_mount(2) (detached mounts)",
     since: (5, 2),
     key: "filesystem.writable",
     used_for: "the writable paths' tmpfs, made from outside and attached into the container",
+    required: true,
 };
 pub const FSOPEN: Feature = Feature {
     name: "fsopen(2)/fsmount(2) (the new mount API)",
     since: (5, 2),
     key: "filesystem.writable",
     used_for: "the writable paths' tmpfs",
+    required: true,
 };
 pub const PIDFD: Feature = Feature {
     name: "pidfd_open(2)",
     since: (5, 3),
     key: "runtime.trusted_files",
     used_for: "kill and delete signal the init they recorded, by pidfd",
+    required: true,
 };
 pub const OPENAT2: Feature = Feature {
     name: "openat2(2) RESOLVE_IN_ROOT",
     since: (5, 6),
     key: "process.home",
     used_for: "the image's /etc/passwd read from outside, resolved inside the image",
+    required: true,
 };
 pub const CGROUP_FREEZE: Feature = Feature {
     name: "cgroup v2 freezer (cgroup.freeze)",
     since: (5, 2),
     key: "container.processes",
     used_for: "pause and resume on cgroup v2",
+    required: false,
 };
 
 /// Every feature, in the order doctor prints them.
@@ -252,6 +264,21 @@ pub fn cgroup_freeze() -> Probe {
 }
 
 /// Every probe, in [`ALL`]'s order.
+/// The first feature rloxsc cannot create containers without that this kernel lacks, if any: what
+/// `create` refuses with ([`Probe::refusal`]) before it acquires anything, instead of failing
+/// halfway with a bare errno (Debian 11's 5.10 has no `mount_setattr`: `ENOSYS`).
+pub fn missing_required() -> Option<Probe> {
+    static MISSING: OnceLock<Option<Probe>> = OnceLock::new();
+    MISSING
+        .get_or_init(|| first_missing_required(probe_all()))
+        .clone()
+}
+
+/// The first of `probes` that is required and not available.
+fn first_missing_required(probes: Vec<Probe>) -> Option<Probe> {
+    probes.into_iter().find(|p| p.feature.required && !p.ok())
+}
+
 pub fn probe_all() -> Vec<Probe> {
     vec![
         idmapped_mounts(),
@@ -269,6 +296,44 @@ pub fn probe_all() -> Vec<Probe> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Debian 11's 5.10 (measured in tests/matrix): no mount_setattr, so no idmapped mounts; rloxsc
+    // refuses at create naming the feature, not ENOSYS halfway; a missing optional feature refuses
+    // nothing.
+    #[test]
+    fn a_kernel_without_a_required_feature_is_refused_by_name() {
+        let lacks = |f: Feature| Probe {
+            feature: f,
+            available: Err("the system call is absent (ENOSYS)".into()),
+            method: Method::Tried,
+        };
+        let has = |f: Feature| Probe {
+            feature: f,
+            available: Ok(()),
+            method: Method::Tried,
+        };
+        let on_5_10 = vec![
+            lacks(IDMAPPED_MOUNTS),
+            lacks(IDMAPPED_TMPFS),
+            has(OPEN_TREE),
+        ];
+        let refused = first_missing_required(on_5_10).unwrap();
+        assert_eq!(refused.feature, IDMAPPED_MOUNTS);
+        assert!(
+            refused.refusal().contains("Linux 5.12"),
+            "{}",
+            refused.refusal()
+        );
+        assert_eq!(
+            first_missing_required(vec![lacks(IDMAPPED_TMPFS), lacks(CGROUP_FREEZE)]),
+            None
+        );
+        assert_eq!(
+            missing_required(),
+            None,
+            "this project's hosts have every required feature"
+        );
+    }
 
     #[test]
     fn releases_parse() {

@@ -211,14 +211,6 @@ fn podman_check() -> Option<Check> {
 /// The oldest kernel the matrix runs (tests/matrix: Debian 11's 5.10).
 const OLDEST_TESTED: (u32, u32) = (5, 10);
 
-/// Features without which rloxsc refuses containers (a failure), rather than works with less
-/// (a warning): idmapped overlayfs layers are only used where the kernel has them, and the v2 freezer
-/// only on v2 hosts.
-fn feature_required(f: &crate::kernel_features::Feature) -> bool {
-    use crate::kernel_features as k;
-    ![k::IDMAPPED_OVERLAYFS_LAYERS, k::CGROUP_FREEZE].contains(f)
-}
-
 /// The doctor's line for a kernel feature: available, or what will not work and which kernel has it.
 fn feature_check(p: &crate::kernel_features::Probe) -> Check {
     let how = match p.method {
@@ -243,7 +235,7 @@ fn feature_check(p: &crate::kernel_features::Probe) -> Check {
                 p.feature.key,
                 p.since()
             );
-            if feature_required(&p.feature) {
+            if p.feature.required {
                 check(false, what, fix)
             } else {
                 warn(what, fix)

@@ -498,6 +498,9 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     if layout.container_dir(id).exists() || layout.bundle_dir(id).exists() {
         bail!("container with id {id:?} already exists");
     }
+    if let Some(missing) = crate::kernel_features::missing_required() {
+        bail!("cannot create container {id:?}: {}", missing.refusal());
+    }
     let mut input = read_input(ctx, opts)?;
     if opts.cgroup_driver == Driver::Systemd {
         if let Some(why) = crate::cgroups::placement::systemd_driver_unavailable() {

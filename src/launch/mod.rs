@@ -185,14 +185,15 @@ pub fn give_stdio_to(owner: (u32, u32)) {
     }
 }
 
-/// Gives the terminal of process `pid` (its fd 0, a pty of the container's devpts) to `owner`, as
-/// runc gives the console to the process's user.
+/// Gives the terminal of process `pid` (its fd 0, a pty of the container's devpts) to `owner`'s
+/// uid, as runc gives the console to the process's user; its group stays the one devpts gave it
+/// (the spec's `gid=5`, the tty group: runc's tty.bats "tty owner" checks it).
 pub fn give_terminal_to(pid: i32, owner: (u32, u32)) {
     let p = PathBuf::from(format!("/proc/{pid}/fd/0"));
     if let Ok(md) = std::fs::metadata(&p) {
         use std::os::unix::fs::FileTypeExt;
         if md.file_type().is_char_device() {
-            if let Err(e) = std::os::unix::fs::chown(&p, Some(owner.0), Some(owner.1)) {
+            if let Err(e) = std::os::unix::fs::chown(&p, Some(owner.0), None) {
                 tracing::debug!("cannot give the terminal to the container's user: {e}");
             }
         }

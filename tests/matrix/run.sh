@@ -119,7 +119,7 @@ if os.path.exists(knownf):
         line = line.strip()
         if not line or line.startswith("#"): continue
         cell, scen, why = (line.split(None, 2) + [""])[:3]
-        known[(cell, scen)] = why
+        known[(cell, scen)] = why   # scenario `*`: every difference of the cell (a cell rloxsc refuses)
 blocking, notes, total_p, total_f = [], [], 0, 0
 for cell, head, wall in cells:
     runc = {}
@@ -136,7 +136,11 @@ for cell, head, wall in cells:
         else:
             blocking.append(f"{cell}: no runc baseline {bf} (make matrix-baseline)")
     rl = {s: v for (c, r, s), v in res.items() if c == cell and r == "rloxsc"}
+    if os.environ.get("MATRIX_ONLY"):
+        runc = {s: v for s, v in runc.items() if s in rl}   # only what ran is judged
     scen = sorted(set(runc) | set(rl), key=lambda s: list(rl).index(s) if s in rl else 999)
+    wild = known.get((cell, "*"))
+    cell_differs = False
     print(f"\n== cell {cell}: {head}; wall {wall} s" + (" (runc: baseline/%s.tsv)" % cell if not live else ""))
     print(f"   {'scenario':24} {'runc':6} {'rloxsc':6}  rloxsc's reason")
     for s in scen:
@@ -145,14 +149,21 @@ for cell, head, wall in cells:
         differs = (b != "pass" and (a == "pass" or contained)) or (contained and a == "pass")
         mark = ""
         if differs:
-            if (cell, s) in known:
-                mark = "  [known: %s]" % known[(cell, s)]
+            cell_differs = True
+            if (cell, s) in known or wild is not None:
+                mark = "  [known: %s]" % known.get((cell, s), wild)
             else:
                 mark = "  [DIFFERENCE]"
                 blocking.append(f"{cell} {s}: runc {a}, rloxsc {b}: {why}")
         elif (cell, s) in known and b == "pass":
             blocking.append(f"{cell} {s}: listed in known-failures but passes now: remove it")
         print(f"   {s:24} {a:6} {b:6}  {why[:150]}{mark}")
+    if wild is not None and not cell_differs:
+        blocking.append(f"{cell} *: listed in known-failures but nothing differs now: remove it")
+    # `CELL * /REGEX/ why`: some rloxsc reason of the cell must match REGEX (the refusal is the one named)
+    m = re.match(r"/(.+?)/\s", wild or "")
+    if m and cell_differs and not any(re.search(m.group(1), v[1]) for v in rl.values()):
+        blocking.append(f"{cell} *: no rloxsc failure says /{m.group(1)}/")
     for r, col in (("runc", runc), ("rloxsc", rl)):
         p = sum(1 for v in col.values() if v[0] == "pass"); f = sum(1 for v in col.values() if v[0] != "pass")
         if r == "rloxsc": total_p += p; total_f += f
