@@ -73,14 +73,16 @@ test: lint build build-fault bundles
 	RLOXSC_BIN=$(BIN) bash tests/v2guest/run.sh
 	RLOXSC_BIN=$(BIN) bash tests/matrix/run.sh debian12-6.1 systemd-6.12
 	RLOXSC_BIN=$(BIN) MATRIX_ONLY='run-rm|detached' bash tests/matrix/run.sh debian11-5.10
+	bash scripts/bats.sh --rloxsc $(BIN)
 	RLOXSC_NO_BUILD=1 bash tests/clients/run.sh all
 	bash scripts/workload-report.sh
 	/usr/bin/python3 contrib/code-eval/run-snippets.py
 
 # runc 1.1.5's own integration suite (tests/integration/*.bats of Debian's runc source package, got
 # with apt-get source and built under target/bats, never committed) against rloxsc and Debian's runc
-# side by side; BATS_FILES="exec kill ..." runs some files only. The tests rloxsc fails on purpose,
-# each with its rule, are in tests/bats-expected-failures.txt; anything else it fails fails the target.
+# side by side (make test runs all of it, ~4 min); BATS_FILES="exec kill ..." runs some files only.
+# The tests rloxsc fails on purpose, each with its rule, are in tests/bats-expected-failures.txt;
+# anything else it fails fails the target.
 .PHONY: bats
 bats: build
 	bash scripts/bats.sh $(if $(BATS_FILES),--files "$(BATS_FILES)")

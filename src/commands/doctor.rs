@@ -310,6 +310,16 @@ pub fn doctor(fix: bool) -> Result<i32> {
         }
         Err(_) => {}
     }
+    // the systemd cgroup driver (--systemd-cgroup): Docker's default on systemd hosts with cgroup v2
+    checks.push(
+        match crate::cgroups::placement::systemd_driver_unavailable() {
+            None => info("systemd cgroup driver (--systemd-cgroup): available"),
+            Some(why) => warn(
+                format!("systemd cgroup driver (--systemd-cgroup): not available: {why}"),
+                "clients must use the cgroupfs driver here (Docker: \"exec-opts\": [\"native.cgroupdriver=cgroupfs\"]); rloxsc refuses --systemd-cgroup",
+            ),
+        },
+    );
 
     let actions =
         std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail").unwrap_or_default();
