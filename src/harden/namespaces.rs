@@ -135,30 +135,27 @@ pub fn harden_joined_mount_pid_ipc(
     let mut drop_mqueue = None;
     for ns in &nss {
         let Some(path) = ns.path() else { continue };
-        match ns.typ() {
-            LinuxNamespaceType::Mount => {
-                return Err(refuse(
-                    keys::NAMESPACES_JOIN,
-                    format!(
-                        "joining the mount namespace {} is refused: rloxsc builds the container's root filesystem in a mount namespace of its own",
-                        path.display()
-                    ),
-                ))
-            }
-            LinuxNamespaceType::Pid if !owned_by_container(path) => {
-                return Err(refuse(
-                    keys::NAMESPACES_JOIN,
-                    format!(
-                        "joining the pid namespace {} is refused: it belongs to another user namespace than the container's, whose root could not mount its /proc (give the container that user namespace too)",
-                        path.display()
-                    ),
-                ))
-            }
+        let why = match ns.typ() {
+            LinuxNamespaceType::Mount => "rloxsc builds the container's root filesystem in a mount namespace of its own",
+            LinuxNamespaceType::Pid if !owned_by_container(path) => "it belongs to another user namespace than the container's, whose root could not mount its /proc (give the container that user namespace too)",
             LinuxNamespaceType::Ipc if !owned_by_container(path) => {
                 drop_mqueue = Some(path.clone());
+                continue;
             }
-            _ => {}
-        }
+            _ => continue,
+        };
+        return Err(refuse(
+            keys::NAMESPACES_JOIN,
+            format!(
+                "joining the {} namespace {} is refused: {why}",
+                if ns.typ() == LinuxNamespaceType::Mount {
+                    "mount"
+                } else {
+                    "pid"
+                },
+                path.display()
+            ),
+        ));
     }
     if let Some(path) = drop_mqueue {
         if let Some(mounts) = spec.mounts_mut() {
