@@ -166,9 +166,15 @@ pub fn harden_and_check(spec: &Spec, policy: &Policy) {
                 "the hardened spec changes through JSON: {}",
                 String::from_utf8_lossy(&bytes)
             );
-            // hardening a hardened spec changes nothing (it already holds every rule)
+            // hardening a hardened spec changes nothing (it already holds every rule); the cgroup
+            // driver is the invocation's, not guessed again from the hardened path (a cgroupfs
+            // parent may hold a `:`: found by fuzz/policy_toml)
+            let again_facts = HostFacts {
+                cgroup_driver: facts.cgroup_driver,
+                ..facts_for(&h.spec)
+            };
             let again =
-                harden(&h.spec, "fuzz-c1", policy, &facts_for(&h.spec)).unwrap_or_else(|r| {
+                harden(&h.spec, "fuzz-c1", policy, &again_facts).unwrap_or_else(|r| {
                     panic!(
                         "the hardened spec is refused when hardened again: {r}\nhardened: {}",
                         String::from_utf8_lossy(&bytes)
