@@ -51,6 +51,9 @@ while [ $# -gt 0 ]; do
     esac
 done
 die() { echo "bats.sh: $*" >&2; exit 2; }
+# the suite runs from its own directory: a relative binary path (make's) would name nothing there
+RLOXSC_BIN=$(readlink -f "$RLOXSC_BIN") || die "no rloxsc binary at $RLOXSC_BIN"
+RUNC_BIN=$(readlink -f "$RUNC_BIN") || die "no runc binary at $RUNC_BIN"
 [ "$(id -u)" = 0 ] || die "must run as root (the suite creates real containers)"
 export DEBIAN_FRONTEND=noninteractive
 mkdir -p "$WORK" || die "cannot create $WORK"
