@@ -173,13 +173,12 @@ pub fn harden_and_check(spec: &Spec, policy: &Policy) {
                 cgroup_driver: facts.cgroup_driver,
                 ..facts_for(&h.spec)
             };
-            let again =
-                harden(&h.spec, "fuzz-c1", policy, &again_facts).unwrap_or_else(|r| {
-                    panic!(
-                        "the hardened spec is refused when hardened again: {r}\nhardened: {}",
-                        String::from_utf8_lossy(&bytes)
-                    )
-                });
+            let again = harden(&h.spec, "fuzz-c1", policy, &again_facts).unwrap_or_else(|r| {
+                panic!(
+                    "the hardened spec is refused when hardened again: {r}\nhardened: {}",
+                    String::from_utf8_lossy(&bytes)
+                )
+            });
             assert!(
                 again.spec == h.spec,
                 "hardening is not idempotent\nonce: {}\ntwice: {}",
