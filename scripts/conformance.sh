@@ -308,6 +308,7 @@ killsig                          rule filesystem.readonly_root: the trap writes 
 linux_cgroups_relative_cpus      rule cgroups.parent: relative cgroupsPath becomes /rloxsc/testdir-cgrouptest-container
 linux_devices                    rule devices.allowed: extra device nodes dropped
 linux_ns_itype                   rule namespaces.required
+linux_ns_path                    rule namespaces.join: a mount namespace (the root is built in one of rloxsc's own) and a pid namespace of another user namespace are refused by key; ipc, net, uts joined
 mounts                           rule mounts.sensitive_sources: bind of /etc refused (it contains /etc/rloxsc)
 delete                           suite: expects delete of a created container to fail; runc and rloxsc delete it
 delete_resources                 suite bug: compares a pointer with the pids limit

@@ -44,12 +44,54 @@ pub fn ns_id(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// Opens a caller's namespace path for an `ioctl`: only a regular file (namespace files are; a FIFO
+/// or a device would block or act on open), non-blocking, close-on-exec.
+fn open_namespace_file(path: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+        .ok()
+}
+
+/// What kind of namespace the file at `path` is (`NS_GET_NSTYPE`): `Some(None)` when it exists but
+/// is not a namespace file, `None` when it cannot be opened.
+pub fn namespace_type(path: &Path) -> Option<Option<LinuxNamespaceType>> {
+    use std::os::fd::AsRawFd;
+    const NS_GET_NSTYPE: libc::c_ulong = 0xb703;
+    std::fs::metadata(path).ok()?;
+    let Some(f) = open_namespace_file(path) else {
+        return Some(None);
+    };
+    // SAFETY: NS_GET_NSTYPE on an fd we own returns a CLONE_NEW* flag (or -1); no memory is passed
+    let t = unsafe { libc::ioctl(f.as_raw_fd(), NS_GET_NSTYPE as _) };
+    Some(ALL_NAMESPACES.into_iter().find(|n| clone_flag(*n) == t))
+}
+
+/// The `CLONE_NEW*` flag of a namespace type.
+fn clone_flag(t: LinuxNamespaceType) -> libc::c_int {
+    match t {
+        LinuxNamespaceType::Mount => libc::CLONE_NEWNS,
+        LinuxNamespaceType::Cgroup => libc::CLONE_NEWCGROUP,
+        LinuxNamespaceType::Uts => libc::CLONE_NEWUTS,
+        LinuxNamespaceType::Ipc => libc::CLONE_NEWIPC,
+        LinuxNamespaceType::User => libc::CLONE_NEWUSER,
+        LinuxNamespaceType::Pid => libc::CLONE_NEWPID,
+        LinuxNamespaceType::Network => libc::CLONE_NEWNET,
+        LinuxNamespaceType::Time => 0x80, // CLONE_NEWTIME
+    }
+}
+
 /// The user namespace owning the namespace at `path` (`NS_GET_USERNS`), and a path to it when
 /// `path` is `/proc/<pid>/ns/<type>` and process `<pid>` is in that user namespace.
 pub fn namespace_owner(path: &Path) -> Option<crate::harden::NamespaceOwner> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     const NS_GET_USERNS: libc::c_ulong = 0xb701;
-    let f = std::fs::File::open(path).ok()?;
+    let f = open_namespace_file(path)?;
     // SAFETY: NS_GET_USERNS on an fd we own returns a new fd (or -1)
     let fd = unsafe { libc::ioctl(f.as_raw_fd(), NS_GET_USERNS as _) };
     if fd < 0 {
@@ -81,18 +123,17 @@ pub fn namespace_owner(path: &Path) -> Option<crate::harden::NamespaceOwner> {
 
 /// Names of the cgroup v1 hierarchies mounted under /sys/fs/cgroup (directory names), empty on v2.
 pub fn cgroup_v1_hierarchies() -> Vec<String> {
-    let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return vec![];
-    };
-    mountinfo
-        .lines()
-        .filter_map(|l| {
-            let (pre, post) = l.split_once(" - ")?;
-            if !post.starts_with("cgroup ") {
-                return None;
-            }
-            let mp = pre.split_whitespace().nth(4)?;
-            mp.strip_prefix("/sys/fs/cgroup/").map(str::to_string)
+    crate::mountinfo::own()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|m| m.fstype == "cgroup")
+        .filter_map(|m| {
+            m.point
+                .strip_prefix("/sys/fs/cgroup")
+                .ok()
+                .and_then(|rel| rel.to_str())
+                .filter(|rel| !rel.is_empty())
+                .map(str::to_string)
         })
         .collect()
 }
@@ -162,11 +203,15 @@ pub fn gather(
     }
     let mut namespace_paths = HashMap::new();
     let mut namespace_owners = HashMap::new();
+    let mut namespace_types = HashMap::new();
     if let Some(nss) = spec.linux().as_ref().and_then(|l| l.namespaces().as_ref()) {
         for ns in nss {
             if let Some(p) = ns.path() {
                 if let Some(id) = ns_id(p) {
                     namespace_paths.insert(p.clone(), id);
+                }
+                if let Some(t) = namespace_type(p) {
+                    namespace_types.insert(p.clone(), t);
                 }
                 if ns.typ() != LinuxNamespaceType::User {
                     if let Some(o) = namespace_owner(p) {
@@ -265,6 +310,7 @@ pub fn gather(
         host_namespaces,
         namespace_paths,
         namespace_owners,
+        namespace_types,
         canonical_sources,
         symlinked_destinations,
         rootfs,

@@ -87,6 +87,7 @@ pub fn facts_for(spec: &Spec) -> HostFacts {
         host_namespaces,
         namespace_paths,
         namespace_owners: HashMap::new(),
+        namespace_types: HashMap::new(),
         canonical_sources,
         symlinked_destinations,
         rootfs: PathBuf::from("/bundle/rootfs"),

@@ -742,3 +742,37 @@ fn systemd_cgroup_without_systemd_is_refused_naming_the_cause() {
         env.assert_nothing_left(&id, "--systemd-cgroup refused");
     }
 }
+
+// A namespace path must be a namespace of the type it is given as (runtime-tools' linux_ns_path
+// gives /proc/self/ns/pid as the network namespace, and so on): refused at create naming the path,
+// the kind it is and `namespaces.join`, not a bare EINVAL from setns half way through create. A FIFO
+// given as a namespace path is not opened (it would block create).
+#[test]
+fn namespace_paths_of_another_kind_are_refused_naming_the_path() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("ns-kind-fifo");
+    let fifo = env.dir.join("ns-fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let cases = [
+        (
+            "network",
+            "/proc/self/ns/ipc".to_string(),
+            "is a namespace of type ipc",
+        ),
+        ("uts", "/etc/hostname".to_string(), "not a namespace file"),
+        ("ipc", fifo.display().to_string(), "not a namespace file"),
+    ];
+    for (typ, path, phrase) in cases {
+        let mut spec = base_spec(LONG_LIVED);
+        let nss = spec["linux"]["namespaces"].as_array_mut().unwrap();
+        nss.retain(|n| n["type"] != typ);
+        nss.push(json!({"type": typ, "path": path}));
+        refused(
+            &format!("ns-kind-{typ}"),
+            &spec,
+            &[&path, phrase, "namespaces.join"],
+        );
+    }
+}

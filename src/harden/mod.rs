@@ -63,6 +63,9 @@ pub struct HostFacts {
     /// For each namespace path in the caller's spec (other than a user namespace's), the user
     /// namespace that owns it, if it could be found.
     pub namespace_owners: HashMap<PathBuf, NamespaceOwner>,
+    /// For each namespace path in the caller's spec that exists, the type of namespace it is, or
+    /// `None` when it is not a namespace file (`NS_GET_NSTYPE`).
+    pub namespace_types: HashMap<PathBuf, Option<LinuxNamespaceType>>,
     /// For each bind-mount source in the caller's spec, its canonical path on the host, if it exists.
     pub canonical_sources: HashMap<PathBuf, PathBuf>,
     /// The policy's writable paths that are directories in the image (no symlink on the way).

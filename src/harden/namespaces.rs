@@ -44,6 +44,9 @@ pub fn harden_namespaces(
             );
             continue;
         }
+        if let Some(path) = ns.path() {
+            check_namespace_type(ns.typ(), path, facts)?;
+        }
         match ns.path() {
             None => out.push(ns.clone()),
             Some(path) => match facts.namespace_paths.get(path) {
@@ -95,6 +98,27 @@ pub fn harden_namespaces(
         ));
     }
     Ok(())
+}
+
+/// A namespace path must be a namespace of the type it is given as: setns(2) would otherwise fail
+/// half way through create with a bare `EINVAL`.
+fn check_namespace_type(
+    typ: LinuxNamespaceType,
+    path: &Path,
+    facts: &HostFacts,
+) -> Result<(), Refusal> {
+    let why = match facts.namespace_types.get(path) {
+        Some(None) => "it is not a namespace file".to_string(),
+        Some(Some(actual)) if *actual != typ => format!("it is a namespace of type {actual}"),
+        _ => return Ok(()),
+    };
+    Err(refuse(
+        keys::NAMESPACES_JOIN,
+        format!(
+            "{typ} namespace path {} cannot be joined: {why}",
+            path.display()
+        ),
+    ))
 }
 
 /// Step 1c: mount, pid and ipc namespaces joined by path, once the container's user namespace is
@@ -506,6 +530,26 @@ mod tests {
             "linux":{{"namespaces":[{{"type":"{typ}","path":"{path}"}},{user}]}}}}"#
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn a_namespace_path_of_another_type_or_no_namespace_is_refused_by_key() {
+        let mut f = facts();
+        f.namespace_paths.insert("/proc/7/ns/pid".into(), (4, 70));
+        f.namespace_paths.insert("/etc/hostname".into(), (8, 3));
+        f.namespace_types
+            .insert("/proc/7/ns/pid".into(), Some(LinuxNamespaceType::Pid));
+        f.namespace_types.insert("/etc/hostname".into(), None);
+        let run =
+            |s: &mut Spec| harden_namespaces(s, &Policy::default(), &f, &mut Changes::default());
+        let r = run(&mut spec_with("network", "/proc/7/ns/pid", None)).unwrap_err();
+        assert_eq!(r.key, keys::NAMESPACES_JOIN);
+        assert!(r.reason.contains("/proc/7/ns/pid"), "{r}");
+        assert!(r.reason.contains("is a namespace of type pid"), "{r}");
+        let r = run(&mut spec_with("uts", "/etc/hostname", None)).unwrap_err();
+        assert!(r.reason.contains("not a namespace file"), "{r}");
+        // the right type is joined
+        run(&mut spec_with("pid", "/proc/7/ns/pid", None)).unwrap();
     }
 
     #[test]
