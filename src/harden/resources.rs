@@ -819,32 +819,30 @@ mod tests {
         assert_eq!((core[0].soft(), core[0].hard()), (0, 0));
     }
 
-    #[test]
-    fn cgroups_path_made_absolute() {
-        let mut s = careless_spec();
-        harden_cgroups_path(
-            &mut s,
-            "c1",
-            &Policy::default(),
-            FS,
-            &mut Changes::default(),
-        );
-        assert_eq!(
-            s.linux().as_ref().unwrap().cgroups_path().as_deref(),
-            Some(std::path::Path::new("/rloxsc/c1"))
-        );
+    const FS: crate::cgroups::Driver = crate::cgroups::Driver::Cgroupfs;
+
+    /// The cgroups path `given` (or none) becomes under `driver`, and the changes logged.
+    fn hardened_cgroups_path(
+        given: Option<&str>,
+        driver: crate::cgroups::Driver,
+    ) -> (String, Vec<crate::harden::Change>) {
         let mut s = careless_spec();
         s.linux_mut()
             .as_mut()
             .unwrap()
-            .set_cgroups_path(Some("/docker/abc".into()));
+            .set_cgroups_path(given.map(Into::into));
         let mut c = Changes::default();
-        harden_cgroups_path(&mut s, "c1", &Policy::default(), FS, &mut c);
-        assert_eq!(
-            s.linux().as_ref().unwrap().cgroups_path().as_deref(),
-            Some(std::path::Path::new("/docker/abc"))
-        );
-        assert!(c.0.is_empty());
+        harden_cgroups_path(&mut s, "c1", &Policy::default(), driver, &mut c);
+        let path = s.linux().as_ref().unwrap().cgroups_path().clone().unwrap();
+        (path.display().to_string(), c.0)
+    }
+
+    #[test]
+    fn cgroups_path_made_absolute() {
+        assert_eq!(hardened_cgroups_path(None, FS).0, "/rloxsc/c1");
+        let (path, changes) = hardened_cgroups_path(Some("/docker/abc"), FS);
+        assert_eq!(path, "/docker/abc");
+        assert!(changes.is_empty());
     }
 
     // Regression: `/../../tmp/x` made libcgroups create directories outside cgroupfs (and leave them);
@@ -860,27 +858,9 @@ mod tests {
             ("", "/rloxsc/c1"),
             ("/a/./b", "/rloxsc/a-.-b"),
         ] {
-            let mut s = careless_spec();
-            s.linux_mut()
-                .as_mut()
-                .unwrap()
-                .set_cgroups_path(Some(given.into()));
-            harden_cgroups_path(
-                &mut s,
-                "c1",
-                &Policy::default(),
-                FS,
-                &mut Changes::default(),
-            );
-            assert_eq!(
-                s.linux().as_ref().unwrap().cgroups_path().as_deref(),
-                Some(std::path::Path::new(want)),
-                "{given:?}"
-            );
+            assert_eq!(hardened_cgroups_path(Some(given), FS).0, want, "{given:?}");
         }
     }
-
-    const FS: crate::cgroups::Driver = crate::cgroups::Driver::Cgroupfs;
 
     // Under --systemd-cgroup, Docker's, Podman's and kubelet's unit names are kept (a missing slice
     // written out); anything that is not a scope of its own becomes one, never a path into cgroupfs.
@@ -899,25 +879,10 @@ mod tests {
             ("a.slice:../..:x", "system.slice:rloxsc:c1"),
             ("", "system.slice:rloxsc:c1"),
         ] {
-            let mut s = careless_spec();
-            s.linux_mut()
-                .as_mut()
-                .unwrap()
-                .set_cgroups_path(Some(given.into()));
-            let mut c = Changes::default();
-            harden_cgroups_path(
-                &mut s,
-                "c1",
-                &Policy::default(),
-                crate::cgroups::Driver::Systemd,
-                &mut c,
-            );
-            assert_eq!(
-                s.linux().as_ref().unwrap().cgroups_path().as_deref(),
-                Some(std::path::Path::new(want)),
-                "{given:?}"
-            );
-            assert_eq!(c.0.is_empty(), given == want, "{given:?}: {:?}", c.0);
+            let (path, changes) =
+                hardened_cgroups_path(Some(given), crate::cgroups::Driver::Systemd);
+            assert_eq!(path, want, "{given:?}");
+            assert_eq!(changes.is_empty(), given == want, "{given:?}: {changes:?}");
         }
     }
 
