@@ -263,15 +263,26 @@ pub fn cgroup_freeze() -> Probe {
     by_version(CGROUP_FREEZE)
 }
 
-/// Every probe, in [`ALL`]'s order.
 /// The first feature rloxsc cannot create containers without that this kernel lacks, if any: what
 /// `create` refuses with ([`Probe::refusal`]) before it acquires anything, instead of failing
-/// halfway with a bare errno (Debian 11's 5.10 has no `mount_setattr`: `ENOSYS`).
+/// halfway with a bare errno (Debian 11's 5.10 has no `mount_setattr`: `ENOSYS`). It runs on every
+/// create, so it probes only the required features, each one system call that fails at once (not
+/// the idmapped tmpfs probe, which makes a user namespace and a mount).
 pub fn missing_required() -> Option<Probe> {
-    static MISSING: OnceLock<Option<Probe>> = OnceLock::new();
-    MISSING
-        .get_or_init(|| first_missing_required(probe_all()))
-        .clone()
+    first_missing_required(probe_required())
+}
+
+/// The probes of the required features (every feature of [`ALL`] with `required`; a unit test holds
+/// the two lists together).
+fn probe_required() -> Vec<Probe> {
+    vec![
+        idmapped_mounts(),
+        mount_setattr(),
+        open_tree(),
+        fsopen(),
+        pidfd(),
+        openat2(),
+    ]
 }
 
 /// The first of `probes` that is required and not available.
@@ -279,6 +290,7 @@ fn first_missing_required(probes: Vec<Probe>) -> Option<Probe> {
     probes.into_iter().find(|p| p.feature.required && !p.ok())
 }
 
+/// Every probe, in [`ALL`]'s order.
 pub fn probe_all() -> Vec<Probe> {
     vec![
         idmapped_mounts(),
@@ -333,6 +345,13 @@ mod tests {
             None,
             "this project's hosts have every required feature"
         );
+    }
+
+    #[test]
+    fn create_probes_exactly_the_required_features() {
+        let probed: Vec<Feature> = probe_required().into_iter().map(|p| p.feature).collect();
+        let required: Vec<Feature> = ALL.iter().filter(|f| f.required).copied().collect();
+        assert_eq!(probed, required);
     }
 
     #[test]
