@@ -174,8 +174,9 @@ impl RunRecord {
         ))
     }
 
-    /// The record of a run whose create did not finish in time (nothing of it ran: no exit, no
-    /// counters; the container was killed and removed): status `timed_out` when the run's own
+    /// The record of a run whose create did not finish in time (nothing of it ran: no exit; its
+    /// cgroup was removed with it before anything read it, so the counters are `null` and `cgroup`
+    /// says `unavailable`, as for any record whose cgroup was gone): status `timed_out` when the run's own
     /// `--timeout` passed, `create_timed_out` when the policy's create limit did.
     pub fn create_timed_out(
         id: &str,
@@ -193,23 +194,19 @@ impl RunRecord {
             exit_code: None,
             signal: None,
             wall_time_s,
-            user_cpu_s: Some(0.0),
-            system_cpu_s: Some(0.0),
-            peak_memory_bytes: Some(0),
-            oom_killed: Some(false),
-            oom_kills: Some(0),
-            pids_limit_hit: Some(false),
+            user_cpu_s: None,
+            system_cpu_s: None,
+            peak_memory_bytes: None,
+            oom_killed: None,
+            oom_kills: None,
+            pids_limit_hit: None,
             timed_out: true,
             limits: Limits {
                 pids: None,
                 memory_bytes: None,
                 timeout_s: timeout.map(|t| t.as_secs_f64()),
             },
-            cgroup: if crate::cgroups::host_is_v1() {
-                "v1"
-            } else {
-                "v2"
-            },
+            cgroup: "unavailable",
             tightenings: vec![],
         }
     }
@@ -289,6 +286,22 @@ mod tests {
             "pids_limit_hit",
             "peak_memory_bytes",
             "user_cpu_s",
+        ] {
+            assert!(v[k].is_null(), "{k}: {v}");
+        }
+    }
+
+    // A create that timed out leaves no counters to read: the record says so instead of zeros.
+    #[test]
+    fn a_create_that_timed_out_has_no_made_up_counters() {
+        let v = serde_json::to_value(RunRecord::create_timed_out("x", false, 61.0, None)).unwrap();
+        assert_eq!(v["status"], "create_timed_out");
+        assert_eq!(v["cgroup"], "unavailable");
+        for k in [
+            "oom_killed",
+            "peak_memory_bytes",
+            "pids_limit_hit",
+            "system_cpu_s",
         ] {
             assert!(v[k].is_null(), "{k}: {v}");
         }
