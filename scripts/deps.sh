@@ -8,7 +8,8 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 # runc: tests compare rloxsc's decisions with runc's on the same bundle (tests/caller_seccomp.rs)
-pkgs=(build-essential pkg-config libseccomp-dev libelf-dev zlib1g-dev busybox-static python3 git ca-certificates runc)
+# iproute2, nftables: tests/network.rs makes veth pairs and reads the egress filter back with nft
+pkgs=(build-essential pkg-config libseccomp-dev libelf-dev zlib1g-dev busybox-static python3 git ca-certificates runc iproute2 nftables)
 if [ "${1:-}" = "--bench" ]; then
     pkgs+=(crun hyperfine jq time)
 fi

@@ -94,12 +94,12 @@ def resolve(path, here, mods):
 LAYERS = [
     # 0 foundations: data and kernel interfaces that know nothing of containers' lifecycles
     ("foundations", ["errors", "fsutil", "mountapi", "mountinfo", "vmchild", "cgroups", "policy",
-                     "duration", "trust", "tty"]),
+                     "duration", "trust", "tty", "network::allow"]),
     # 1 the pure policy: the hardening transform, the seccomp allowlist, the policy file
     ("policy", ["harden", "seccomp", "policy_file"]),
     # 2 the host side of one container: state, identity, filesystem, verification, records
     ("mechanics", ["bundle", "context", "fault", "executor", "exeseal", "facts", "idmap", "userns",
-                   "subids", "kernel_features", "netns", "views", "rootfs", "charged", "custodian",
+                   "subids", "kernel_features", "network", "views", "rootfs", "charged", "custodian",
                    "footprint", "container", "record", "verify", "logging", "docs_check", "fuzzing"]),
     # 3 the one launch path (create, exec, the foreground wait)
     ("launch", ["launch"]),

@@ -37,6 +37,21 @@ pub struct ContainerRecord {
     /// be recycled by another process after the init is gone, and must not then be signalled.
     #[serde(default)]
     pub init: Option<ProcessIdentity>,
+    /// The egress allowlist in force when `update --egress-allow` changed it (never wider than the
+    /// policy's); `None`: the policy's own.
+    #[serde(default)]
+    pub egress_in_force: Option<Vec<crate::network::allow::EgressRule>>,
+}
+
+impl ContainerRecord {
+    /// The effective policy with the egress allowlist in force now: what verification judges.
+    pub fn policy_in_force(&self) -> Policy {
+        let mut p = self.policy.clone();
+        if let Some(list) = &self.egress_in_force {
+            p.egress_allow = list.clone();
+        }
+        p
+    }
 }
 
 /// A process named so that a recycled pid is not mistaken for it.
@@ -224,6 +239,7 @@ mod tests {
             changes: vec!["x".into()],
             policy: Policy::default(),
             init: None,
+            egress_in_force: None,
         };
         l.write_bundle("c1", &Spec::default(), &meta).unwrap();
         assert!(

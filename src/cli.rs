@@ -256,6 +256,11 @@ pub struct UpdateArgs {
     /// cpuset mems.
     #[arg(long = "cpuset-mems")]
     pub cpuset_mems: Option<String>,
+    /// The egress allowlist of an `inbound-only` container (addresses or CIDRs with an optional
+    /// port, comma-separated; "" closes the network), never wider than its policy's
+    /// `network.egress_allow`.
+    #[arg(long = "egress-allow")]
+    pub egress_allow: Option<String>,
     /// Accepted and ignored (blkio weight).
     #[arg(long = "blkio-weight", hide = true)]
     pub blkio_weight: Option<u64>,
@@ -627,7 +632,14 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 cpuset_cpus: a.cpuset_cpus,
                 cpuset_mems: a.cpuset_mems,
             };
-            commands::update::update(&ctx, &a.id, a.resources.as_deref(), &flags)?
+            let resources_given = a.resources.is_some()
+                || commands::update::apply_flags(Default::default(), &flags) != Default::default();
+            if a.egress_allow.is_none() || resources_given {
+                commands::update::update(&ctx, &a.id, a.resources.as_deref(), &flags)?;
+            }
+            if let Some(list) = &a.egress_allow {
+                commands::update::egress(&ctx, &a.id, list)?;
+            }
         }
         Command::Events {
             stats,

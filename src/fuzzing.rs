@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use oci_spec::runtime::Spec;
 
 use crate::harden::{harden, HostFacts};
-use crate::policy::{NetworkMode, Policy};
+use crate::policy::Policy;
 
 /// The namespaces of the pretend host: device 4, inodes from 4026531830.
 const HOST_DEV: u64 = 4;
@@ -206,8 +206,12 @@ fn effective_policy(policy: &Policy, spec: &Spec) -> Policy {
     assert!(p.nofile.ceiling <= policy.nofile.ceiling);
     assert!(p.writable_binds <= policy.writable_binds);
     assert!(
-        policy.network == NetworkMode::Namespace || p.network == NetworkMode::LoopbackOnly,
+        p.network <= policy.network,
         "an annotation widened network.mode"
+    );
+    assert!(
+        crate::network::allow::within(&p.egress_allow, &policy.egress_allow),
+        "an annotation widened network.egress_allow"
     );
     p
 }

@@ -1,14 +1,11 @@
 //! rloxsc: a hardened, runc-compatible OCI container runtime.
 //!
-//! The crate splits in four layers:
-//! - policy ([`policy`], [`policy_file`], [`harden`]): what the hardened spec must be, as a pure,
-//!   unit-tested transformation of the caller's spec, checked against [`harden::invariants`];
-//! - the launch path ([`launch`]): the one way `create`, `run` and `exec` start container processes
-//!   through libcontainer, with the container's effective policy;
-//! - mechanics ([`executor`], [`seccomp`], [`verify`], [`bundle`], [`facts`], [`cgroups`],
-//!   [`exeseal`], [`netns`], [`tty`]): the in-container executor and its seccomp filter, the
-//!   verification from outside (observe, then judge), the state rloxsc keeps;
-//! - the CLI ([`cli`]) and the verbs ([`commands`]): runc's flags, each verb a thin module.
+//! The modules sit in the six layers docs/structure.md lists (foundations, the pure policy,
+//! mechanics, the launch path, the verbs, the command line), which `scripts/imports.py` holds the
+//! code to. Containment areas own their policy keys, their step and their outside check (for
+//! example [`network`]); [`harden`] is the pure transformation of the caller's spec, [`launch`] the
+//! one way `create`, `run` and `exec` start container processes, [`verify`] the check from outside,
+//! [`commands`] one module per runc verb.
 
 pub mod bundle;
 pub mod cgroups;
@@ -38,7 +35,7 @@ pub mod launch;
 pub mod logging;
 pub mod mountapi;
 pub mod mountinfo;
-pub mod netns;
+pub mod network;
 pub mod policy;
 pub mod policy_file;
 pub mod record;

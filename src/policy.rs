@@ -14,8 +14,11 @@ pub mod keys {
     pub const USERNS: &str = "userns.mode";
     /// Joining an existing namespace by path (allowed unless it is the host's).
     pub const NAMESPACES_JOIN: &str = "namespaces.join";
-    /// What the container's network namespace may hold (`loopback-only` by default).
+    /// What the container's network namespace may hold and where its traffic may go
+    /// (`inbound-only` by default: reachable through the caller's interfaces, never reaching out).
     pub const NETWORK_MODE: &str = "network.mode";
+    /// The destinations (addresses or CIDRs, optional port) an `inbound-only` container may reach.
+    pub const EGRESS_ALLOW: &str = "network.egress_allow";
     /// rloxsc's own seccomp allowlist, stacked under the caller's profile.
     pub const SECCOMP: &str = "seccomp.profile";
     /// The container's root filesystem is mounted read-only.
@@ -89,6 +92,7 @@ pub mod keys {
         NAMESPACES_JOIN,
         USERNS,
         NETWORK_MODE,
+        EGRESS_ALLOW,
         SECCOMP,
         EXTRA_SYSCALLS,
         PROCESSES,
@@ -144,13 +148,19 @@ impl Limit {
     }
 }
 
-/// What the container's network namespace may contain once the caller's hooks have run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// What the container's network namespace may contain once the caller's hooks have run, and where
+/// its traffic may go (see [`crate::network`]). Ordered from the strictest.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum NetworkMode {
-    /// Only the loopback interface (the default).
+    /// Only the loopback interface is usable.
     LoopbackOnly,
-    /// Any interface the caller's hooks add (e.g. a Kubernetes CNI), still in a namespace of its own.
+    /// The caller's interfaces are kept; connections into the container work, every connection or
+    /// datagram it starts outward is refused but to the egress allowlist (the default).
+    InboundOnly,
+    /// Any interface the caller's hooks add, unfiltered, still in a namespace of its own.
     Namespace,
 }
 
@@ -159,8 +169,20 @@ impl NetworkMode {
     pub fn as_str(&self) -> &'static str {
         match self {
             NetworkMode::LoopbackOnly => "loopback-only",
+            NetworkMode::InboundOnly => "inbound-only",
             NetworkMode::Namespace => "namespace",
         }
+    }
+
+    /// The mode a policy file or an annotation spells `s`.
+    pub fn parse(s: &str) -> Option<NetworkMode> {
+        [
+            NetworkMode::LoopbackOnly,
+            NetworkMode::InboundOnly,
+            NetworkMode::Namespace,
+        ]
+        .into_iter()
+        .find(|m| m.as_str() == s)
     }
 }
 
@@ -187,6 +209,10 @@ pub struct Policy {
     pub capabilities: Vec<Capability>,
     /// What the network namespace may contain.
     pub network: NetworkMode,
+    /// Where an `inbound-only` container may connect besides loopback (the most `update
+    /// --egress-allow` may give it).
+    #[serde(default)]
+    pub egress_allow: Vec<crate::network::allow::EgressRule>,
     /// Whether a caller's bind mounts may stay writable (they always get `nosuid,nodev`).
     pub writable_binds: bool,
     /// The paths a container may write when the caller mounts nothing at or above them (see
@@ -444,7 +470,8 @@ impl Default for Policy {
                 ceiling: 1024,
             },
             capabilities: DEFAULT_CAPABILITIES.to_vec(),
-            network: NetworkMode::LoopbackOnly,
+            network: NetworkMode::InboundOnly,
+            egress_allow: Vec::new(),
             writable_binds: true,
             writable: default_writable(),
             store_bytes: default_store(),
@@ -618,6 +645,14 @@ mod tests {
             (
                 keys::NETWORK_MODE,
                 format!("default `{}`", p.network.as_str()),
+            ),
+            (
+                keys::EGRESS_ALLOW,
+                if p.egress_allow.is_empty() {
+                    "default none".to_string()
+                } else {
+                    crate::network::allow::format_list(&p.egress_allow)
+                },
             ),
             (
                 keys::WRITABLE_BINDS,

@@ -76,6 +76,7 @@ struct CapsSection {
 #[serde(deny_unknown_fields)]
 struct NetworkSection {
     mode: Option<String>,
+    egress_allow: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -322,12 +323,20 @@ pub fn parse(text: &str) -> Result<Policy> {
         }
     }
     if let Some(m) = file.network.as_ref().and_then(|n| n.mode.as_deref()) {
-        p.network = match m {
-            "loopback-only" => NetworkMode::LoopbackOnly,
-            "namespace" => NetworkMode::Namespace,
-            "host" => bail!("network.mode \"host\" is not possible: every container gets its own network namespace"),
-            other => bail!("network.mode {other:?}: expected \"loopback-only\" or \"namespace\""),
+        p.network = match (m, NetworkMode::parse(m)) {
+            (_, Some(mode)) => mode,
+            ("host", None) => bail!("network.mode \"host\" is not possible: every container gets its own network namespace"),
+            (other, None) => bail!("network.mode {other:?}: expected \"inbound-only\", \"loopback-only\" or \"namespace\""),
         };
+    }
+    if let Some(list) = file.network.as_ref().and_then(|n| n.egress_allow.as_ref()) {
+        p.egress_allow = list
+            .iter()
+            .map(|e| {
+                crate::network::allow::EgressRule::parse(e)
+                    .map_err(|why| anyhow::anyhow!("{}: {why}", crate::policy::keys::EGRESS_ALLOW))
+            })
+            .collect::<Result<_>>()?;
     }
     if let Some(w) = file.mounts.as_ref().and_then(|m| m.writable_binds) {
         p.writable_binds = w;
@@ -437,10 +446,10 @@ pub fn render(p: &Policy, source: Option<&Path>) -> String {
         .collect();
     let extra: Vec<String> = p.extra_syscalls.iter().map(|s| toml_string(s)).collect();
     let mut s = format!(
-        "# effective rloxsc policy ({})\n[limits]\npids = {{ default = {}, ceiling = {} }}\nmemory = {{ default = {}, ceiling = {} }}\nnofile = {{ default = {}, ceiling = {} }}\ntmpfs = {{ default = {}, ceiling = {} }}\nstore = {{ default = {}, ceiling = {} }}\nptys = {{ default = {}, ceiling = {} }}\ncreate_timeout = {}\n\n[capabilities]\nallowed = [{}]\n\n[network]\nmode = \"{}\"\n\n[mounts]\nwritable_binds = {}\n\n[filesystem]\nwritable = [{}]\n\n[seccomp]\nextra_syscalls = [{}]\n\n[cgroups]\nparent = {}\n\n[userns]\nmode = \"auto\"\npool = {{ start = {}, blocks = {} }}\n",
+        "# effective rloxsc policy ({})\n[limits]\npids = {{ default = {}, ceiling = {} }}\nmemory = {{ default = {}, ceiling = {} }}\nnofile = {{ default = {}, ceiling = {} }}\ntmpfs = {{ default = {}, ceiling = {} }}\nstore = {{ default = {}, ceiling = {} }}\nptys = {{ default = {}, ceiling = {} }}\ncreate_timeout = {}\n\n[capabilities]\nallowed = [{}]\n\n[network]\nmode = \"{}\"\negress_allow = [{}]\n\n[mounts]\nwritable_binds = {}\n\n[filesystem]\nwritable = [{}]\n\n[seccomp]\nextra_syscalls = [{}]\n\n[cgroups]\nparent = {}\n\n[userns]\nmode = \"auto\"\npool = {{ start = {}, blocks = {} }}\n",
         source.map(|p| p.display().to_string().replace(['\n', '\r'], " ")).unwrap_or_else(|| "built-in defaults".into()),
         p.pids.default, p.pids.ceiling, p.memory_bytes.default, p.memory_bytes.ceiling, p.nofile.default, p.nofile.ceiling,
-        p.tmpfs_bytes.default, p.tmpfs_bytes.ceiling, p.store_bytes.default, p.store_bytes.ceiling, p.ptys.default, p.ptys.ceiling, p.create_timeout_s, caps.join(", "), p.network.as_str(), p.writable_binds, p.writable.iter().map(|w| toml_string(&w.path)).collect::<Vec<_>>().join(", "), extra.join(", "), toml_string(&p.cgroup_parent), p.userns_pool.start, p.userns_pool.blocks,
+        p.tmpfs_bytes.default, p.tmpfs_bytes.ceiling, p.store_bytes.default, p.store_bytes.ceiling, p.ptys.default, p.ptys.ceiling, p.create_timeout_s, caps.join(", "), p.network.as_str(), p.egress_allow.iter().map(|e| toml_string(&e.to_string())).collect::<Vec<_>>().join(", "), p.writable_binds, p.writable.iter().map(|w| toml_string(&w.path)).collect::<Vec<_>>().join(", "), extra.join(", "), toml_string(&p.cgroup_parent), p.userns_pool.start, p.userns_pool.blocks,
     );
     if let Some(d) = &p.records_dir {
         s.push_str(&format!(
@@ -477,7 +486,7 @@ mod tests {
 
     #[test]
     fn round_trip_of_the_rendered_policy() {
-        let p = parse("[limits]\npids = { default = 100, ceiling = 200 }\nmemory = { default = \"64M\", ceiling = \"1G\" }\n[network]\nmode = \"namespace\"\n[records]\ndir = \"/var/lib/rloxsc/records\"\n").unwrap();
+        let p = parse("[limits]\npids = { default = 100, ceiling = 200 }\nmemory = { default = \"64M\", ceiling = \"1G\" }\n[network]\nmode = \"namespace\"\negress_allow = [\"10.1.2.3:3128\", \"fd00::/64\"]\n[records]\ndir = \"/var/lib/rloxsc/records\"\n").unwrap();
         assert_eq!(
             p.pids,
             Limit {
@@ -487,6 +496,10 @@ mod tests {
         );
         assert_eq!(p.memory_bytes.default, 64 << 20);
         assert_eq!(p.network, NetworkMode::Namespace);
+        assert_eq!(
+            crate::network::allow::format_list(&p.egress_allow),
+            "10.1.2.3:3128,fd00::/64"
+        );
         let again = parse(
             render(&p, None)
                 .lines()
@@ -510,7 +523,7 @@ dir = "/r\"\\"
 "#,
         )
         .unwrap();
-        assert_eq!(p.network, NetworkMode::LoopbackOnly);
+        assert_eq!(p.network, NetworkMode::InboundOnly);
         let shown = render(&p, Some(Path::new("/etc/x\n[network]")));
         assert_eq!(parse(&shown).unwrap(), p, "{shown}");
     }

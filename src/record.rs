@@ -60,6 +60,10 @@ pub struct Limits {
     pub memory_bytes: Option<i64>,
     /// Wall-time limit, seconds (from --timeout).
     pub timeout_s: Option<f64>,
+    /// The network mode that applied (`inbound-only`, `loopback-only`, `namespace`).
+    pub network_mode: Option<&'static str>,
+    /// The egress allowlist in force at the end (under `inbound-only`).
+    pub egress_allow: Option<Vec<String>>,
 }
 
 /// One run's record.
@@ -154,15 +158,19 @@ impl RunRecord {
         let spec = layout.read_spec(id)?;
         let cg = crate::footprint::placement(layout, id)
             .context("the hardened spec has no cgroup path")?;
+        let state = layout.read_record(id).ok();
+        let policy = state.as_ref().map(|m| m.policy_in_force());
         let limits = Limits {
             pids: crate::harden::resources::pids_limit(&spec),
             memory_bytes: crate::harden::resources::memory_limit(&spec),
             timeout_s: timeout.map(|t| t.as_secs_f64()),
+            network_mode: policy.as_ref().map(|p| p.network.as_str()),
+            egress_allow: policy
+                .as_ref()
+                .filter(|p| p.network == crate::policy::NetworkMode::InboundOnly)
+                .map(|p| p.egress_allow.iter().map(ToString::to_string).collect()),
         };
-        let tightenings = layout
-            .read_record(id)
-            .map(|m| m.changes)
-            .unwrap_or_default();
+        let tightenings = state.map(|m| m.changes).unwrap_or_default();
         Ok(RunRecord::new(
             id,
             ending,
@@ -205,6 +213,8 @@ impl RunRecord {
                 pids: None,
                 memory_bytes: None,
                 timeout_s: timeout.map(|t| t.as_secs_f64()),
+                network_mode: None,
+                egress_allow: None,
             },
             cgroup: "unavailable",
             tightenings: vec![],
@@ -274,6 +284,8 @@ mod tests {
                 pids: None,
                 memory_bytes: None,
                 timeout_s: None,
+                network_mode: None,
+                egress_allow: None,
             },
             vec![],
         );
@@ -319,6 +331,8 @@ mod tests {
                 pids: Some(512),
                 memory_bytes: Some(1),
                 timeout_s: None,
+                network_mode: Some("inbound-only"),
+                egress_allow: Some(vec![]),
             },
             vec![],
         );

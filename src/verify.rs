@@ -40,13 +40,6 @@ fn fail(key: &'static str, what: impl Into<String>) -> Failure {
     }
 }
 
-/// Fallback tunnel devices the kernel creates in every new network namespace when the tunnel modules are
-/// loaded: not connected to anything, so not a way out.
-const FALLBACK_DEVICES: &[&str] = &[
-    "lo", "sit0", "tunl0", "ip6tnl0", "gre0", "gretap0", "erspan0", "ip6gre0", "ip6_vti0",
-    "ip_vti0",
-];
-
 /// One line of a `uid_map`/`gid_map`: (inside, outside, count).
 pub type IdRange = (u64, u64, u64);
 
@@ -64,6 +57,8 @@ pub struct Observation {
     pub exe: crate::exeseal::Sealing,
     /// The interfaces of its network namespace.
     pub interfaces: Result<Vec<String>, String>,
+    /// The egress filter of its network namespace, when the probe asked for it (`inbound-only`).
+    pub egress_filter: Option<Result<Option<crate::network::nftables::Installed>, String>>,
     /// Its visible mounts.
     pub mounts: Result<Vec<MountLine>, String>,
     /// The probed paths (masked and read-only ones) that exist in its root.
@@ -172,6 +167,8 @@ pub struct Probe {
     pub namespaces: Vec<LinuxNamespaceType>,
     /// Paths inside the container whose existence is checked.
     pub paths: Vec<String>,
+    /// Whether to read the egress filter of its network namespace back.
+    pub egress_filter: bool,
 }
 
 impl Probe {
@@ -187,6 +184,7 @@ impl Probe {
         Probe {
             namespaces: required_namespaces(facts),
             paths,
+            egress_filter: false,
         }
     }
 }
@@ -301,7 +299,7 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
         .collect();
     let interfaces = process.as_ref().map_err(Clone::clone).and_then(|p| {
         p.dev_status()
-            .map(|d| crate::netns::mark_inert(pid, d.into_keys().collect()))
+            .map(|d| crate::network::mark_inert(pid, d.into_keys().collect()))
             .map_err(|e| format!("/proc/{pid}/net/dev: {e}"))
     });
     let mounts: Result<Vec<MountLine>, String> = crate::mountinfo::of_pid(pid)
@@ -374,6 +372,9 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
         namespaces,
         exe: crate::exeseal::sealing_of(&proc_dir.join("exe")),
         interfaces,
+        egress_filter: probe
+            .egress_filter
+            .then(|| crate::network::observe_filter(pid)),
         mounts,
         existing_paths,
         rlimits,
@@ -473,6 +474,13 @@ pub fn judge(obs: &Observation, spec: &Spec, policy: &Policy, host: &HostFacts) 
             keys::NETWORK_MODE,
             format!("cannot read the container's interfaces: {e}"),
         )),
+    }
+    if policy.network == NetworkMode::InboundOnly {
+        let what = match &obs.egress_filter {
+            None => Some("its egress filter was not read".to_string()),
+            Some(f) => crate::network::check_filter(f, &policy.egress_allow),
+        };
+        out.extend(what.map(|w| fail(keys::NETWORK_MODE, w)));
     }
     match &obs.mounts {
         Ok(m) => out.extend(check_mounts(m, spec, &obs.existing_paths)),
@@ -695,27 +703,13 @@ pub fn check_namespaces(
     out
 }
 
-/// Under `loopback-only`, no usable interface other than loopback: besides inert fallback tunnels,
-/// only interfaces that are down without an address (marked by `netns::mark_inert`; rloxsc makes the
-/// ones a caller's hooks put into the container's own namespace so).
+/// The interfaces the container's network namespace holds, judged by its mode
+/// ([`crate::network::check_interfaces`]).
 pub fn check_network(interfaces: &[String], policy: &Policy) -> Vec<Failure> {
-    if policy.network == NetworkMode::Namespace {
-        return vec![];
-    }
-    let mut extra: Vec<&str> = interfaces
-        .iter()
-        .map(String::as_str)
-        .filter(|i| !FALLBACK_DEVICES.contains(i) && !i.ends_with(crate::netns::INERT))
-        .collect();
-    if extra.is_empty() {
-        return vec![];
-    }
-    extra.sort_unstable();
-    vec![fail(keys::NETWORK_MODE, format!(
-        "the container's network namespace has interfaces besides loopback ({}): run it with --network=none, or set {} = \"namespace\" in the policy",
-        extra.join(", "),
-        keys::NETWORK_MODE
-    ))]
+    crate::network::check_interfaces(interfaces, policy.network)
+        .map(|w| fail(keys::NETWORK_MODE, w))
+        .into_iter()
+        .collect()
 }
 
 /// One mount from mountinfo.
@@ -1158,12 +1152,18 @@ mod tests {
         assert!(check_network(&nd, &Policy::default()).is_empty());
         let mut nd2 = nd.clone();
         nd2.push("eth0".into());
-        let f = check_network(&nd2, &Policy::default());
+        let loopback_only = Policy {
+            network: NetworkMode::LoopbackOnly,
+            ..Policy::default()
+        };
+        let f = check_network(&nd2, &loopback_only);
         assert_eq!(f.len(), 1);
         assert!(f[0].what.contains("eth0") && f[0].what.contains("--network=none"));
         // an interface that is down without an address carries nothing
-        let inert = vec!["lo".to_string(), format!("eth0{}", crate::netns::INERT)];
-        assert!(check_network(&inert, &Policy::default()).is_empty());
+        let inert = vec!["lo".to_string(), format!("eth0{}", crate::network::INERT)];
+        assert!(check_network(&inert, &loopback_only).is_empty());
+        // the default keeps the caller's interfaces (its filter is judged on its own)
+        assert!(check_network(&nd2, &Policy::default()).is_empty());
         let p = Policy {
             network: NetworkMode::Namespace,
             ..Policy::default()
@@ -1382,6 +1382,7 @@ mod tests {
             namespaces: vec![],
             exe: crate::exeseal::Sealing::ReadOnlyMount,
             interfaces: Ok(vec![]),
+            egress_filter: Some(Ok(Some(crate::network::egress::expected(&[])))),
             mounts: Ok(vec![]),
             existing_paths: Default::default(),
             rlimits: Ok(rl((1024, 1024), (0, 0), (0, 0))),

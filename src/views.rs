@@ -141,7 +141,7 @@ pub fn dir_for(root: &Path, id: &str) -> PathBuf {
 /// own (mounting sysfs needs CAP_SYS_ADMIN over the owner of the network namespace, which the
 /// container's root does not have). The calling thread enters `netns` for the creation and returns.
 pub fn detached_sysfs_of(netns: &Path) -> Result<OwnedFd> {
-    crate::netns::in_network_namespace(netns, mountapi::sysfs)
+    crate::network::in_network_namespace(netns, mountapi::sysfs)
 }
 
 /// Splits a tmpfs mount's options into the filesystem's `key=value` data (uid and gid translated to
@@ -270,7 +270,7 @@ pub fn prepare(
                 .filter(|(k, _)| k.starts_with("net."))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
-            crate::netns::write_sysctls_in(&net, &net_keys)?;
+            crate::network::write_sysctls_in(&net, &net_keys)?;
             sysctl.retain(|k, _| !k.starts_with("net."));
         }
         for m in spec.mounts_mut().iter_mut().flatten() {

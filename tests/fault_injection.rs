@@ -349,10 +349,11 @@ fn netns_view(pid: &str) -> String {
     text
 }
 
-/// Under the default `network.mode = "loopback-only"`, an interface a hook puts into the container's
-/// own network namespace is contained: the container runs, with the interface down and without an
-/// address (read from outside), and cannot set it up. A joined namespace holding a usable interface
-/// is still refused; under `network.mode = "namespace"` the interface stays as the hook left it.
+/// Under `network.mode = "loopback-only"`, an interface a hook puts into the container's own network
+/// namespace is contained: the container runs, with the interface down and without an address
+/// (read from outside), and cannot set it up. A joined namespace holding a usable interface is
+/// still refused; under `network.mode = "namespace"` the interface stays as the hook left it. (The
+/// default, `inbound-only`, keeps the interface and filters egress: tests/network.rs.)
 fn extra_interface_is_contained(stage: &str) {
     if !require_prereqs(Need::Runtime) {
         return;
@@ -365,6 +366,9 @@ fn extra_interface_is_contained(stage: &str) {
         );
     }
     let env = TestEnv::new(&format!("netif-{stage}"));
+    let loopback_only = env.dir.join("loopback-only.toml");
+    std::fs::write(&loopback_only, "[network]\nmode = \"loopback-only\"\n").unwrap();
+    let loopback_only = loopback_only.to_str().unwrap();
     let with_hook = |args: &[&str]| {
         let mut spec = base_spec(args);
         spec["hooks"] =
@@ -378,6 +382,8 @@ fn extra_interface_is_contained(stage: &str) {
     let _g = env.guard(&id);
     let pid_file = env.dir.join(format!("{id}.pid"));
     env.rloxsc(&[
+        "--policy",
+        loopback_only,
         "create",
         "--bundle",
         long.to_str().unwrap(),
@@ -416,7 +422,14 @@ fn extra_interface_is_contained(stage: &str) {
     ]);
     let id = env.id();
     let _g = env.guard(&id);
-    let out = env.rloxsc(&["run", "--bundle", short.to_str().unwrap(), &id]);
+    let out = env.rloxsc(&[
+        "--policy",
+        loopback_only,
+        "run",
+        "--bundle",
+        short.to_str().unwrap(),
+        &id,
+    ]);
     out.expect_ok();
     assert!(out.stdout.contains("PAYLOAD-RAN"), "{out}");
     assert!(
@@ -461,8 +474,8 @@ fn interface_added_by_prestart_hook_is_contained() {
     extra_interface_is_contained("prestart");
 }
 
-/// A network namespace the container joins is not rloxsc's to change: with a usable interface in
-/// it, the create is refused under `loopback-only`.
+/// A network namespace the container joins is not rloxsc's to change under `loopback-only`: with a
+/// usable interface in it, the create is refused.
 #[test]
 fn a_joined_network_namespace_with_an_interface_is_refused() {
     if !require_prereqs(Need::Runtime) {
@@ -491,7 +504,16 @@ fn a_joined_network_namespace_with_an_interface_is_refused() {
     let b = env.bundle(&spec);
     let id = env.id();
     let _g = env.guard(&id);
-    let out = env.rloxsc(&["run", "--bundle", b.to_str().unwrap(), &id]);
+    let policy = env.dir.join("loopback-only.toml");
+    std::fs::write(&policy, "[network]\nmode = \"loopback-only\"\n").unwrap();
+    let out = env.rloxsc(&[
+        "--policy",
+        policy.to_str().unwrap(),
+        "run",
+        "--bundle",
+        b.to_str().unwrap(),
+        &id,
+    ]);
     let _ = holder.kill();
     let _ = holder.wait();
     assert_error(&out, &["interfaces besides loopback", "network.mode"]);

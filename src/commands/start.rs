@@ -52,7 +52,13 @@ pub fn start_checked(ctx: &Context, id: &str, reverify: bool) -> Result<()> {
     if reverify {
         let spec = ctx.layout.read_spec(id)?;
         let record = ctx.layout.read_record(id)?;
-        verify_init(id, pid, &spec, &record.policy, &verification_facts())?;
+        verify_init(
+            id,
+            pid,
+            &spec,
+            &record.policy_in_force(),
+            &verification_facts(),
+        )?;
     }
     // a start that fails leaves the container for the client to delete, as runc does
     guard.disarm();

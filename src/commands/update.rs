@@ -1,7 +1,8 @@
 //! `update`: change a running container's resources, never beyond the policy: values above a ceiling
 //! (or unlimited) are clamped and logged, swap never exceeds memory, device rules are ignored. The
 //! result is applied through libcgroups, written back to the hardened spec, and read back from the
-//! cgroup files.
+//! cgroup files. `--egress-allow` replaces an `inbound-only` container's egress allowlist within its
+//! policy's, read back from its network namespace.
 
 use std::io::Read;
 use std::path::Path;
@@ -190,4 +191,70 @@ pub fn update(ctx: &Context, id: &str, resources: Option<&str>, flags: &UpdateFl
         }
     }
     Ok(())
+}
+
+/// `update --egress-allow LIST`: the egress filter of container `id` replaced by one for `list`
+/// (within its effective policy's `network.egress_allow`), read back, and remembered in its state.
+pub fn egress(ctx: &Context, id: &str, list: &str) -> Result<()> {
+    use crate::network::allow::{format_list, within, EgressRule};
+    use crate::policy::{keys, NetworkMode};
+    let c = container::load(&ctx.layout, id)?;
+    if c.status() == libcontainer::container::ContainerStatus::Stopped {
+        bail!("container {id:?}: container not running");
+    }
+    let mut record = ctx.layout.read_record(id)?;
+    if record.policy.network != NetworkMode::InboundOnly {
+        bail!(
+            "container {id:?} has network mode {}: only an inbound-only container has an egress allowlist (policy key {})",
+            record.policy.network.as_str(),
+            keys::NETWORK_MODE
+        );
+    }
+    let wanted = EgressRule::parse_list(list)
+        .map_err(|e| anyhow!("--egress-allow: {e} (policy key {})", keys::EGRESS_ALLOW))?;
+    if !within(&wanted, &record.policy.egress_allow) {
+        bail!(
+            "--egress-allow {:?} is wider than container {id:?}'s policy allows ({}) (policy key {})",
+            format_list(&wanted),
+            crate::network::describe(&record.policy.egress_allow),
+            keys::EGRESS_ALLOW
+        );
+    }
+    let init = record
+        .init
+        .filter(|i| i.is_alive())
+        .ok_or_else(|| anyhow!("container {id:?}: its init is gone"))?;
+    // the namespace held open before the init is checked again: a recycled pid cannot point it
+    // at another namespace, and the runtime's own is never the container's
+    let ns = std::fs::File::open(format!("/proc/{}/ns/net", init.pid))
+        .with_context(|| format!("container {id:?}: cannot open its network namespace"))?;
+    let own = std::fs::metadata("/proc/self/ns/net")?;
+    use std::os::unix::fs::MetadataExt;
+    let theirs = ns.metadata()?;
+    if !init.is_alive() || (theirs.dev(), theirs.ino()) == (own.dev(), own.ino()) {
+        bail!(
+            "container {id:?}: its init is gone (policy key {})",
+            keys::NETWORK_MODE
+        );
+    }
+    let path = std::path::PathBuf::from(format!("/proc/self/fd/{}", {
+        use std::os::fd::AsRawFd;
+        ns.as_raw_fd()
+    }));
+    crate::network::install_filter(&path, &wanted)?;
+    let read = crate::network::in_network_namespace(&path, crate::network::nftables::read)
+        .map_err(|e| format!("{e:#}"));
+    if let Some(d) = crate::network::check_filter(&read, &wanted) {
+        bail!(
+            "container {id:?}: its egress filter after update does not match: {d} (policy key {})",
+            keys::NETWORK_MODE
+        );
+    }
+    tracing::info!(
+        "container {id}: egress allowlist now {} (policy key {})",
+        crate::network::describe(&wanted),
+        keys::EGRESS_ALLOW
+    );
+    record.egress_in_force = Some(wanted);
+    ctx.layout.rewrite_record(id, &record)
 }

@@ -1,11 +1,14 @@
 //! Step 0: per-container annotations (`run.rloxsc.*`) may tighten the policy for that container, never
 //! loosen it: `run.rloxsc.pids`, `run.rloxsc.memory` (bytes or with K/M/G), `run.rloxsc.nofile` lower
-//! the default and the ceiling; `run.rloxsc.network=loopback-only` and `run.rloxsc.writable_binds=false`
-//! switch the relaxations off. Anything else is ignored, with a logged change.
+//! the default and the ceiling; `run.rloxsc.network` may name a stricter mode (`loopback-only`, or
+//! `inbound-only` under a `namespace` policy); `run.rloxsc.egress_allow` a narrower allowlist (each
+//! entry within one of the policy's); `run.rloxsc.writable_binds=false` switches the relaxation
+//! off. Anything else is ignored, with a logged change.
 
 use oci_spec::runtime::Spec;
 
 use super::Changes;
+use crate::network::allow::{within, EgressRule};
 use crate::policy::{keys, Limit, NetworkMode, Policy};
 
 /// The annotation prefix.
@@ -53,10 +56,19 @@ pub fn tighten(policy: &Policy, spec: &Spec, changes: &mut Changes) -> Policy {
                 p.nofile = lower(p.nofile, n);
                 keys::NOFILE
             }),
-            "network" if v == "loopback-only" => {
-                p.network = NetworkMode::LoopbackOnly;
-                Some(keys::NETWORK_MODE)
-            }
+            "network" => NetworkMode::parse(v.trim())
+                .filter(|m| *m <= p.network)
+                .map(|m| {
+                    p.network = m;
+                    keys::NETWORK_MODE
+                }),
+            "egress_allow" => EgressRule::parse_list(v)
+                .ok()
+                .filter(|l| within(l, &p.egress_allow))
+                .map(|l| {
+                    p.egress_allow = l;
+                    keys::EGRESS_ALLOW
+                }),
             "writable_binds" if v == "false" => {
                 p.writable_binds = false;
                 Some(keys::WRITABLE_BINDS)
@@ -124,11 +136,47 @@ mod tests {
             &mut c,
         );
         assert_eq!(p.pids, Policy::default().pids);
-        assert_eq!(p.network, NetworkMode::LoopbackOnly);
+        assert_eq!(p.network, NetworkMode::InboundOnly);
         assert!(
             c.0.iter().filter(|c| c.what.contains("ignored")).count() == 2,
             "{:?}",
             c.0
         );
+    }
+
+    #[test]
+    fn the_network_annotations_only_narrow() {
+        let wide = Policy {
+            network: NetworkMode::Namespace,
+            egress_allow: EgressRule::parse_list("10.0.0.0/8,fd00::/64").unwrap(),
+            ..Policy::default()
+        };
+        let mut c = Changes::default();
+        let p = tighten(
+            &wide,
+            &with(&[
+                ("run.rloxsc.network", "inbound-only"),
+                ("run.rloxsc.egress_allow", "10.1.2.3:3128"),
+            ]),
+            &mut c,
+        );
+        assert_eq!(p.network, NetworkMode::InboundOnly);
+        assert_eq!(
+            p.egress_allow,
+            EgressRule::parse_list("10.1.2.3:3128").unwrap()
+        );
+        // wider than the policy, or a looser mode: ignored
+        let mut c = Changes::default();
+        let p = tighten(
+            &Policy::default(),
+            &with(&[
+                ("run.rloxsc.network", "namespace"),
+                ("run.rloxsc.egress_allow", "10.1.2.3:3128"),
+            ]),
+            &mut c,
+        );
+        assert_eq!(p.network, NetworkMode::InboundOnly);
+        assert!(p.egress_allow.is_empty());
+        assert_eq!(c.0.iter().filter(|c| c.what.contains("ignored")).count(), 2);
     }
 }

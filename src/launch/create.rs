@@ -618,6 +618,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         changes: changes.iter().map(|c| c.to_string()).collect(),
         policy,
         init: None,
+        egress_in_force: None,
     };
     // the private bundle holds the spec every later verb reads (host paths); libcontainer creates
     // the container from the filesystem phase's spec, handed over in memory (libcontainer patch 0009)
@@ -758,7 +759,7 @@ fn complete(
             .with_context(|| format!("container {id:?}: cannot seed its writable paths"))?;
     }
     complete_init(pid, spec)?;
-    crate::netns::contain_for_policy(id, pid, spec, &record.policy)?;
+    crate::network::contain(id, pid, spec, &record.policy, &record.policy.egress_allow)?;
     if let Some(o) = terminal_owner {
         super::give_terminal_to(pid, o);
     }

@@ -127,7 +127,9 @@ pub fn verify_init(
     policy: &Policy,
     host: &HostFacts,
 ) -> Result<()> {
-    let obs = verify::observe(pid, &Probe::for_spec(spec, host));
+    let mut probe = Probe::for_spec(spec, host);
+    probe.egress_filter = policy.network == crate::policy::NetworkMode::InboundOnly;
+    let obs = verify::observe(pid, &probe);
     let failures = verify::judge(&obs, spec, policy, host);
     if failures.is_empty() {
         tracing::debug!("container {id}: containment verified");
@@ -146,9 +148,9 @@ fn complete_init(pid: i32, spec: &Spec) -> Result<()> {
     crate::cgroups::deny_v1_default_devices(pid)?;
     crate::cgroups::enforce_v2_no_swap(pid, spec)?;
     crate::cgroups::deny_v2_default_devices(pid)?;
-    let new_netns = crate::netns::has_own_network_namespace(spec);
+    let new_netns = crate::network::has_own_network_namespace(spec);
     if new_netns {
-        crate::netns::bring_loopback_up(pid).with_context(|| {
+        crate::network::bring_loopback_up(pid).with_context(|| {
             format!(
                 "cannot bring up loopback in the container's network namespace (policy key {})",
                 keys::NETWORK_MODE

@@ -70,11 +70,16 @@ for ((i = 1; i <= \$#; i++)); do
         break
     fi
 done
+$( [ "$r" = rloxsc ] && echo "export RLOXSC_POLICY=$W/bin/loopback-only.toml" )
 exec $(rt_path "$r") "\$@"
 WRAP
     chmod 0755 "$W/bin/$r-bridge"
 done
 chmod 0755 "$W/bin/bridge-hook"
+# the simulated bridge judges network.mode = "loopback-only" (the interface set down); the default,
+# inbound-only, keeps it and filters egress (tests/network.rs on the host)
+printf '[network]\nmode = "loopback-only"\n' >"$W/bin/loopback-only.toml"
+chmod 0644 "$W/bin/loopback-only.toml"
 
 # ---- containerd (Docker's and the CRI's) and dockerd ------------------------------------------------
 CSOCK=$RUN/containerd.sock

@@ -1,9 +1,9 @@
-//! Network namespace mechanics libcontainer leaves out: bringing the loopback interface of a new
-//! network namespace up, so that programs in the container can use 127.0.0.1 (and only that), and,
-//! under `network.mode = "loopback-only"`, making unusable the interfaces a caller put into the
-//! container's own network namespace (Docker's default bridge moves a veth in from a prestart hook):
-//! each is set down and loses every address, so only loopback carries traffic; the container cannot
-//! undo it (no CAP_NET_ADMIN), and verification checks it from outside.
+//! Interfaces of a container's network namespace, the mechanics libcontainer leaves out: bringing
+//! the loopback interface of a new network namespace up, and, under `network.mode =
+//! "loopback-only"`, making unusable the interfaces a caller put into the container's own network
+//! namespace (Docker's default bridge moves a veth in from a prestart hook): each is set down and
+//! loses every address, so only loopback carries traffic; the container cannot undo it (no
+//! CAP_NET_ADMIN), and verification checks it from outside.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -11,6 +11,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use nix::sched::{setns, CloneFlags};
+
+use super::netlink::{self, Socket};
 
 /// Runs `f` in the network namespace at `path` (this thread enters it and returns to its own). If
 /// it cannot return, the runtime exits at once rather than go on in the wrong place.
@@ -100,35 +102,6 @@ pub fn has_own_network_namespace(spec: &oci_spec::runtime::Spec) -> bool {
                 n.typ() == oci_spec::runtime::LinuxNamespaceType::Network && n.path().is_none()
             })
         })
-}
-
-/// After the caller's hooks ran, before verification: under `network.mode = "loopback-only"`, the
-/// interfaces in the container's own (new) network namespace besides the kernel's are made unusable
-/// ([`contain_interfaces`]), each change logged with the policy key. A joined namespace is left as it
-/// is (others may use it): verification refuses it if it holds a usable interface.
-pub fn contain_for_policy(
-    id: &str,
-    pid: i32,
-    spec: &oci_spec::runtime::Spec,
-    policy: &crate::policy::Policy,
-) -> Result<()> {
-    use crate::policy::{keys, NetworkMode};
-    if policy.network != NetworkMode::LoopbackOnly {
-        return Ok(());
-    }
-    let own_netns = has_own_network_namespace(spec);
-    if !own_netns {
-        return Ok(());
-    }
-    let changed =
-        contain_interfaces(pid).with_context(|| format!("policy key {}", keys::NETWORK_MODE))?;
-    for n in changed {
-        tracing::info!(
-            "container {id}: interface {n} in its network namespace set down, its addresses removed: only loopback is usable (policy key {})",
-            keys::NETWORK_MODE
-        );
-    }
-    Ok(())
 }
 
 /// The interface names of `/proc/<pid>/net/dev` as verification judges them: each interface that is
@@ -286,93 +259,20 @@ struct Address {
     body: Vec<u8>,
 }
 
-const NLMSG_HDR: usize = 16;
 const IFADDRMSG: usize = 8;
-
-fn netlink_socket() -> Result<std::os::fd::OwnedFd> {
-    // SAFETY: plain socket(2).
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::NETLINK_ROUTE,
-        )
-    };
-    if fd < 0 {
-        bail!("netlink socket: {}", std::io::Error::last_os_error());
-    }
-    // SAFETY: we own the new fd.
-    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
-}
-
-fn nl_send(sock: &std::os::fd::OwnedFd, typ: u16, flags: u16, seq: u32, body: &[u8]) -> Result<()> {
-    let len = NLMSG_HDR + body.len();
-    let mut msg = Vec::with_capacity(len);
-    msg.extend_from_slice(&(len as u32).to_ne_bytes());
-    msg.extend_from_slice(&typ.to_ne_bytes());
-    msg.extend_from_slice(&flags.to_ne_bytes());
-    msg.extend_from_slice(&seq.to_ne_bytes());
-    msg.extend_from_slice(&0u32.to_ne_bytes());
-    msg.extend_from_slice(body);
-    // SAFETY: send(2) of our own buffer on our socket (the kernel is the default destination).
-    let n = unsafe { libc::send(sock.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0) };
-    if n < 0 || n as usize != msg.len() {
-        bail!("netlink send: {}", std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Reads netlink messages until `NLMSG_DONE` (a dump) or the ack of `seq`; calls `each` with the type
-/// and body of every other message.
-fn nl_recv(sock: &std::os::fd::OwnedFd, seq: u32, mut each: impl FnMut(u16, &[u8])) -> Result<()> {
-    let mut buf = vec![0u8; 32768];
-    loop {
-        // SAFETY: recv(2) into our own buffer of its length.
-        let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n < 0 {
-            bail!("netlink recv: {}", std::io::Error::last_os_error());
-        }
-        let mut off = 0usize;
-        let n = n as usize;
-        while off + NLMSG_HDR <= n {
-            let len = u32::from_ne_bytes(buf[off..off + 4].try_into()?) as usize;
-            let typ = u16::from_ne_bytes(buf[off + 4..off + 6].try_into()?);
-            let mseq = u32::from_ne_bytes(buf[off + 8..off + 12].try_into()?);
-            if len < NLMSG_HDR || off + len > n {
-                bail!("netlink: a truncated message");
-            }
-            let body = &buf[off + NLMSG_HDR..off + len];
-            match typ as i32 {
-                libc::NLMSG_DONE => return Ok(()),
-                libc::NLMSG_ERROR => {
-                    let err = i32::from_ne_bytes(body.get(..4).unwrap_or(&[0; 4]).try_into()?);
-                    if err != 0 {
-                        bail!("netlink: {}", std::io::Error::from_raw_os_error(-err));
-                    }
-                    if mseq == seq {
-                        return Ok(());
-                    }
-                }
-                _ => each(typ, body),
-            }
-            off += (len + 3) & !3;
-        }
-    }
-}
 
 /// Every address of the current network namespace (IPv4 and IPv6).
 fn addresses() -> Result<Vec<Address>> {
-    let sock = netlink_socket()?;
+    let sock = Socket::open(libc::NETLINK_ROUTE)?;
     let req = [0u8; IFADDRMSG]; // ifa_family AF_UNSPEC: every family
-    nl_send(
-        &sock,
+    let msg = netlink::message(
         libc::RTM_GETADDR,
         (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16,
         1,
         &req,
-    )?;
+    );
     let mut out = Vec::new();
-    nl_recv(&sock, 1, |typ, body| {
+    netlink::request(&sock, &msg, 1, |typ, body| {
         if typ == libc::RTM_NEWADDR && body.len() >= IFADDRMSG {
             let index = u32::from_ne_bytes(body[4..8].try_into().unwrap_or([0; 4]));
             out.push(Address {
@@ -386,21 +286,20 @@ fn addresses() -> Result<Vec<Address>> {
 
 fn delete_addresses(name: &str) -> Result<()> {
     let index = ifindex(name)?;
-    let sock = netlink_socket()?;
+    let sock = Socket::open(libc::NETLINK_ROUTE)?;
     for (i, a) in addresses()?
         .into_iter()
         .filter(|a| a.index == index)
         .enumerate()
     {
         let seq = 2 + i as u32;
-        nl_send(
-            &sock,
+        let msg = netlink::message(
             libc::RTM_DELADDR,
             (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16,
             seq,
             &a.body,
-        )?;
-        nl_recv(&sock, seq, |_, _| {})?;
+        );
+        netlink::request(&sock, &msg, seq, |_, _| {})?;
     }
     Ok(())
 }
