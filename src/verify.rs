@@ -371,10 +371,12 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
         status,
         namespaces,
         exe: crate::exeseal::sealing_of(&proc_dir.join("exe")),
+        egress_filter: (probe.egress_filter
+            && interfaces
+                .as_ref()
+                .map_or(true, |i| crate::network::needs_filter(i)))
+        .then(|| crate::network::observe_filter(pid)),
         interfaces,
-        egress_filter: probe
-            .egress_filter
-            .then(|| crate::network::observe_filter(pid)),
         mounts,
         existing_paths,
         rlimits,
@@ -475,7 +477,11 @@ pub fn judge(obs: &Observation, spec: &Spec, policy: &Policy, host: &HostFacts) 
             format!("cannot read the container's interfaces: {e}"),
         )),
     }
-    if policy.network == NetworkMode::InboundOnly {
+    let needs_filter = obs
+        .interfaces
+        .as_ref()
+        .map_or(true, |i| crate::network::needs_filter(i));
+    if policy.network == NetworkMode::InboundOnly && needs_filter {
         let what = match &obs.egress_filter {
             None => Some("its egress filter was not read".to_string()),
             Some(f) => crate::network::check_filter(f, &policy.egress_allow),

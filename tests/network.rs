@@ -335,7 +335,7 @@ fn created(env: &TestEnv, spec: &serde_json::Value, policy: Option<&str>) -> (St
 }
 
 /// `update --egress-allow` on a running container: "" closes what the policy opened, a list wider
-/// than the policy's is refused naming the key, and verification at exec time still holds.
+/// than the policy's is refused naming the key, and an exec'd process's connection then fails.
 #[test]
 fn update_narrows_egress_on_a_running_container() {
     if !require_prereqs(Need::Runtime) {
@@ -405,7 +405,8 @@ fn a_filter_changed_before_start_stops_the_container() {
     let env = TestEnv::new("net-tamper");
     let marker = "PAYLOAD-RAN";
     for (what, tamper) in [("a rule removed", "rule"), ("the table dormant", "dormant")] {
-        let (id, pid) = created(&env, &base_spec(&["echo", marker]), None);
+        let veth = Veth::new();
+        let (id, pid) = created(&env, &veth.spec(&env, &["echo", marker]), None);
         let _g = env.guard(&id);
         let text = filter_text(&pid);
         assert!(
@@ -443,6 +444,26 @@ fn a_filter_changed_before_start_stops_the_container() {
         );
         env.assert_nothing_left(&id, what);
     }
+}
+
+/// With no interface but loopback nothing can leave, and no filter is installed (no cost); the
+/// container runs under the default policy.
+#[test]
+fn a_loopback_only_namespace_needs_no_filter() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    tools_present();
+    let env = TestEnv::new("net-lo");
+    let (id, pid) = created(&env, &base_spec(LONG_LIVED), None);
+    let _g = env.guard(&id);
+    assert_eq!(
+        filter_text(&pid),
+        "",
+        "a filter in a loopback-only namespace"
+    );
+    env.rloxsc(&["start", &id]).expect_ok();
+    env.rloxsc(&["delete", "--force", &id]).expect_ok();
 }
 
 /// A network namespace joined by path (a pod's, made by the test with an interface in it) gets the

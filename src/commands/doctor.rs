@@ -358,6 +358,15 @@ pub fn doctor(fix: bool) -> Result<i32> {
             .iter()
             .map(feature_check),
     );
+    let egress = crate::network::probe_filter();
+    checks.push(check(
+        egress.is_ok(),
+        match &egress {
+            Ok(()) => "the egress filter (nf_tables inet, conntrack, reject) installs and reads back in a network namespace".to_string(),
+            Err(e) => format!("the egress filter cannot be installed: {e}"),
+        },
+        "a kernel with nf_tables (CONFIG_NF_TABLES, NF_TABLES_INET, NFT_CT, NFT_REJECT_INET) or their modules: network.mode = \"inbound-only\", the default, refuses every create without it",
+    ));
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     checks.push(check(

@@ -145,13 +145,7 @@ pub const INERT: &str = " (down, no address)";
 /// every interface besides the kernel's own ([`KERNEL_DEVICES`]) that the caller's hooks put there is
 /// set down and its addresses are removed. Returns the interfaces it changed (logged by the caller).
 pub fn contain_interfaces(pid: i32) -> Result<Vec<String>> {
-    let names: Vec<String> = std::fs::read_to_string(format!("/proc/{pid}/net/dev"))
-        .with_context(|| format!("cannot read /proc/{pid}/net/dev"))?
-        .lines()
-        .skip(2)
-        .filter_map(|l| l.split(':').next().map(|n| n.trim().to_string()))
-        .filter(|n| !n.is_empty() && !KERNEL_DEVICES.contains(&n.as_str()))
-        .collect();
+    let names = callers_interfaces(pid)?;
     if names.is_empty() {
         return Ok(names);
     }
@@ -164,6 +158,18 @@ pub fn contain_interfaces(pid: i32) -> Result<Vec<String>> {
     })
     .context("cannot make the caller's interfaces in the container's network namespace unusable")?;
     Ok(names)
+}
+
+/// The interfaces of the network namespace of `pid` besides the kernel's own ([`KERNEL_DEVICES`]):
+/// the ones a caller put there.
+pub fn callers_interfaces(pid: i32) -> Result<Vec<String>> {
+    Ok(std::fs::read_to_string(format!("/proc/{pid}/net/dev"))
+        .with_context(|| format!("cannot read /proc/{pid}/net/dev"))?
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next().map(|n| n.trim().to_string()))
+        .filter(|n| !n.is_empty() && !KERNEL_DEVICES.contains(&n.as_str()))
+        .collect())
 }
 
 /// Every interface of the network namespace of `pid`, from outside: its name, whether it is up, and

@@ -6,7 +6,8 @@
 //!   probes and port-forwards reach it; an egress filter in its network namespace
 //!   ([`egress`], installed over netlink by [`nftables`]) refuses every connection and datagram it
 //!   starts towards anything but loopback and the `egress_allow` list. With no interface but `lo`
-//!   the container is loopback-only, and stays so if an interface is added later.
+//!   (and the kernel's inert fallback tunnels) after the caller's hooks, nothing can leave and no
+//!   filter is installed: the container is loopback-only, at no cost.
 //! - `loopback-only`: the interfaces a caller put into the container's own namespace are set down and
 //!   lose their addresses ([`interfaces`]); a joined namespace with a usable one is refused.
 //! - `namespace`: a namespace of its own, with whatever the caller put there and no filter (runc's
@@ -66,6 +67,12 @@ pub fn contain(
             Ok(())
         }
         NetworkMode::InboundOnly => {
+            if interfaces::callers_interfaces(pid)
+                .with_context(|| format!("policy key {}", keys::NETWORK_MODE))?
+                .is_empty()
+            {
+                return Ok(()); // loopback only: nothing can leave
+            }
             let ns = netns_of(pid);
             if !has_own_network_namespace(spec) {
                 // a pod's containers share the sandbox's namespace: the first one installs the
@@ -109,6 +116,23 @@ fn filter_error(e: &anyhow::Error, what: &str) -> anyhow::Error {
     )
 }
 
+/// Whether this host can give a container the egress filter: in a throwaway network namespace (a
+/// thread of its own unshares one), the filter is installed and read back. For `doctor`.
+pub fn probe_filter() -> Result<(), String> {
+    std::thread::spawn(|| {
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+            .map_err(|e| format!("cannot make a network namespace to try it in: {e}"))?;
+        nftables::install(&egress::exprs(&[])).map_err(|e| format!("{e:#}"))?;
+        let read = nftables::read().map_err(|e| format!("{e:#}"));
+        match check_filter(&read, &[]) {
+            None => Ok(()),
+            Some(d) => Err(d),
+        }
+    })
+    .join()
+    .unwrap_or_else(|_| Err("the probe panicked".into()))
+}
+
 /// What the container may reach besides loopback, for logs and records.
 pub fn describe(egress: &[EgressRule]) -> String {
     if egress.is_empty() {
@@ -121,6 +145,14 @@ pub fn describe(egress: &[EgressRule]) -> String {
 /// The egress filter of the network namespace of `pid`, read from outside (`None`: none there).
 pub fn observe_filter(pid: i32) -> Result<Option<nftables::Installed>, String> {
     in_network_namespace(&netns_of(pid), nftables::read).map_err(|e| format!("{e:#}"))
+}
+
+/// Whether a container whose network namespace holds `interfaces` (as verification reads them)
+/// needs the egress filter under `inbound-only`: when one is not the kernel's own.
+pub fn needs_filter(interfaces: &[String]) -> bool {
+    interfaces
+        .iter()
+        .any(|i| !KERNEL_DEVICES.contains(&i.as_str()) && !i.ends_with(INERT))
 }
 
 /// The outside check of the filter under `inbound-only`: `None` when the kernel holds exactly the
