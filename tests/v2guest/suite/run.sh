@@ -276,8 +276,10 @@ check oom-record-status "record: ${rec:-none}" \
   '[ "$(echo "$rec" | json_str status)" = oom_killed ] && [ "$(echo "$rec" | json_bool oom_killed)" = true ]'
 check oom-kill-counted "record oom_kills: $(echo "$rec" | json_num oom_kills)" \
   '[ "$(echo "$rec" | json_num oom_kills)" -ge 1 ] 2>/dev/null'
-check oom-record-says-v2 "record cgroup: $(echo "$rec" | json_str cgroup)" \
-  '[ "$(echo "$rec" | json_str cgroup)" = v2 ]'
+# (from the whole record: the one-line note is cut at 400 characters, before `cgroup`)
+full=$(tr '\n' ' ' < "$W/oom.json" 2>/dev/null)
+check oom-record-says-v2 "record cgroup: $(echo "$full" | json_str cgroup)" \
+  '[ "$(echo "$full" | json_str cgroup)" = v2 ]'
 
 # ---- 9. pids (pids.max, pids.events) --------------------------------------------------------------------
 R pids run --record "$W/pids.json" --timeout 120s --bundle "$B/pids" v2-pids; rc=$?
