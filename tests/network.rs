@@ -1,11 +1,11 @@
 //! The network area from outside: under the default `network.mode = "inbound-only"` a container
 //! given an interface (a veth pair the test makes, moved in by a prestart hook as Docker's
 //! libnetwork-setkey moves the bridge's) is reachable through it, and every TCP connection, UDP
-//! datagram and DNS query it starts towards the host end is refused, judged by listeners on the host
-//! end that count what reaches them; the `egress_allow` list opens exactly its entries; `update
+//! datagram and DNS query it starts towards the other end is refused, judged by listeners there that
+//! count what reaches them; the `egress_allow` list opens exactly its entries; `update
 //! --egress-allow` narrows it on a running container; a filter changed between create and start
 //! stops the start; a joined namespace (a pod's) gets the filter once. Traffic stays on the veth
-//! pair and namespaces the test made.
+//! pair between namespaces the test made (no test address is ever in the machine's own namespace).
 
 mod common;
 
@@ -17,12 +17,22 @@ use std::time::{Duration, Instant};
 use common::*;
 use serde_json::json;
 
-/// A veth pair: the host end with `10.231.N.1/24`, the container end named `peer`, moved into the
-/// container's network namespace with `10.231.N.2/24` by [`Veth::hook`].
+/// A veth pair between two network namespaces the test makes: the "host" end in a namespace of its
+/// own (`ip netns add`, so no test address ever exists in the machine's own namespace) with
+/// `10.231.N.1/24`, the container end named `peer`, moved into the container's network namespace
+/// with `10.231.N.2/24` by [`Veth::hook`]. Removing the namespace removes the pair.
 struct Veth {
-    host: String,
+    ns: String,
     peer: String,
     net: u8,
+}
+
+fn ip(args: &[&str]) -> bool {
+    Command::new("ip")
+        .args(args)
+        .status()
+        .expect("ip")
+        .success()
 }
 
 impl Veth {
@@ -32,36 +42,42 @@ impl Veth {
         let net = 20 + ((std::process::id() as usize * 3 + k) % 200) as u8;
         let tag = format!("{:04x}{k}", std::process::id() & 0xffff);
         let v = Veth {
-            host: format!("rxh{tag}"),
+            ns: format!("rxn{tag}"),
             peer: format!("rxc{tag}"),
             net,
         };
-        let _ = Command::new("ip").args(["link", "del", &v.host]).status();
-        let ok = Command::new("ip")
-            .args([
-                "link", "add", &v.host, "type", "veth", "peer", "name", &v.peer,
+        let host = format!("rxh{tag}");
+        let _ = Command::new("ip").args(["netns", "del", &v.ns]).status();
+        let addr = format!("{}/24", v.host_ip());
+        let ok = ip(&["netns", "add", &v.ns])
+            && ip(&[
+                "link", "add", &host, "type", "veth", "peer", "name", &v.peer,
             ])
-            .status()
-            .expect("ip")
-            .success()
-            && Command::new("ip")
-                .args([
-                    "addr",
-                    "add",
-                    &format!("{}/24", v.host_ip()),
-                    "dev",
-                    &v.host,
-                ])
-                .status()
-                .unwrap()
-                .success()
-            && Command::new("ip")
-                .args(["link", "set", &v.host, "up"])
-                .status()
-                .unwrap()
-                .success();
-        assert!(ok, "cannot make the veth pair {} / {}", v.host, v.peer);
+            && ip(&["link", "set", &host, "netns", &v.ns])
+            && ip(&["-n", &v.ns, "addr", "add", &addr, "dev", &host])
+            && ip(&["-n", &v.ns, "link", "set", &host, "up"])
+            && ip(&["-n", &v.ns, "link", "set", "lo", "up"]);
+        assert!(
+            ok,
+            "cannot make the veth pair {host} / {} in {}",
+            v.peer, v.ns
+        );
         v
+    }
+
+    /// Runs `f` on a thread inside the "host" end's namespace (sockets made there stay there).
+    fn in_ns<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        let path = format!("/run/netns/{}", self.ns);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let ns = std::fs::File::open(&path).expect("open the test's namespace");
+                nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET)
+                    .expect("enter the test's namespace");
+                f()
+            })
+            .join()
+            .expect("the thread in the test's namespace panicked")
+        })
     }
 
     fn host_ip(&self) -> Ipv4Addr {
@@ -104,13 +120,11 @@ impl Veth {
 
 impl Drop for Veth {
     fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["link", "del", &self.host])
-            .status();
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
     }
 }
 
-/// A TCP listener on the host end that accepts, counts and closes every connection that reaches it
+/// A TCP listener (made in the other end's namespace) that accepts, counts and closes every connection that reaches it
 /// (busybox's `nc` waits for the peer to close).
 struct Listener {
     port: u16,
@@ -157,7 +171,7 @@ impl Drop for Listener {
     }
 }
 
-/// A UDP socket on the host end's port 53: whether any datagram (a DNS query) reached it.
+/// A UDP socket on the other end's port 53: whether any datagram (a DNS query) reached it.
 fn dns_listener(ip: Ipv4Addr) -> UdpSocket {
     let s = UdpSocket::bind((ip, 53)).expect("bind udp/53 on the host end");
     s.set_nonblocking(true).unwrap();
@@ -204,9 +218,9 @@ fn inbound_reaches_the_container_and_nothing_leaves_it() {
     tools_present();
     let env = TestEnv::new("net-inbound");
     let veth = Veth::new();
-    let denied = Listener::on(veth.host_ip());
-    let allowed = Listener::on(veth.host_ip());
-    let dns = dns_listener(veth.host_ip());
+    let denied = veth.in_ns(|| Listener::on(veth.host_ip()));
+    let allowed = veth.in_ns(|| Listener::on(veth.host_ip()));
+    let dns = veth.in_ns(|| dns_listener(veth.host_ip()));
     let gw = veth.host_ip().to_string();
     let script = format!(
         "echo INBOUND-OK | nc -l -p 8000 & \
@@ -240,30 +254,32 @@ fn inbound_reaches_the_container_and_nothing_leaves_it() {
     run.stdout(std::fs::File::create(&out_path).unwrap());
     run.stderr(std::fs::File::create(&err_path).unwrap());
     let mut child = run.spawn().expect("rloxsc run");
-    // inbound: the host connects to the container's address
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut inbound = String::new();
-    while Instant::now() < deadline {
-        let addr = SocketAddr::from((veth.container_ip(), 8000));
-        if let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
-            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-            let _ = s.write_all(b"\n");
-            let mut buf = [0u8; 64];
-            while let Ok(n) = s.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                inbound.push_str(&String::from_utf8_lossy(&buf[..n]));
-                if inbound.contains("INBOUND-OK") {
-                    break;
+    // inbound: the other end connects to the container's address
+    let inbound = veth.in_ns(|| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut inbound = String::new();
+        while Instant::now() < deadline && !inbound.contains("INBOUND-OK") {
+            let addr = SocketAddr::from((veth.container_ip(), 8000));
+            if let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let _ = s.write_all(b"\n");
+                let mut buf = [0u8; 64];
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    inbound.push_str(&String::from_utf8_lossy(&buf[..n]));
+                    if inbound.contains("INBOUND-OK") {
+                        break;
+                    }
                 }
             }
-            if inbound.contains("INBOUND-OK") {
-                break;
+            if !inbound.contains("INBOUND-OK") {
+                std::thread::sleep(Duration::from_millis(200));
             }
         }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        inbound
+    });
     let st = wait_child(&mut child, Duration::from_secs(90), "rloxsc run");
     let out = std::fs::read_to_string(&out_path).unwrap_or_default();
     let err = std::fs::read_to_string(&err_path).unwrap_or_default();
@@ -344,8 +360,8 @@ fn update_narrows_egress_on_a_running_container() {
     tools_present();
     let env = TestEnv::new("net-update");
     let veth = Veth::new();
-    let allowed = Listener::on(veth.host_ip());
-    let other = Listener::on(veth.host_ip());
+    let allowed = veth.in_ns(|| Listener::on(veth.host_ip()));
+    let other = veth.in_ns(|| Listener::on(veth.host_ip()));
     let gw = veth.host_ip().to_string();
     let policy = policy(
         &env,
