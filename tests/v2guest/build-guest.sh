@@ -84,8 +84,9 @@ done
 # modules, dependencies first: virtio_pci 9pnet_virtio 9p (the shares); overlay (rloxsc's fallback
 # for its sealed re-exec); tun (so /dev/net/tun, c 10:200, exists for the device-program checks);
 # crc32c_generic (libcrc32c's soft dependency), nf_tables with conntrack and reject (the egress
-# filter of an inbound-only container given an interface; the initramfs has no modprobe).
-MODS="virtio_pci 9pnet_virtio 9p overlay tun crc32c_generic nf_tables nft_ct nft_reject_inet ${V2VM_EXTRA_MODULES:-}"
+# filter of an inbound-only container given an interface; the initramfs has no modprobe); dummy
+# (the interface the egress check's hook adds).
+MODS="virtio_pci 9pnet_virtio 9p overlay tun dummy crc32c_generic nf_tables nft_ct nft_reject_inet ${V2VM_EXTRA_MODULES:-}"
 declare -A seen=()
 order=()
 modpath() { find "$MODSRC/kernel" -name "$1.ko" -o -name "${1//_/-}.ko" | head -n1; }

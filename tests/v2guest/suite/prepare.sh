@@ -29,9 +29,21 @@ cp "$here/run.sh" "$SHARE/run.sh"; chmod 755 "$SHARE/run.sh"
 cp "$BIN" "$SHARE/rloxsc"; chmod 755 "$SHARE/rloxsc"
 cp -a "$ROOTFS" "$SHARE/rootfs"
 
-python3 - "$SHARE/bundles" "$GUEST_ROOTFS" "$CARELESS" <<'PY'
+# the egress check's prestart hook (runs in the guest): an interface in the container's network
+# namespace, as Docker's libnetwork-setkey hook moves the bridge's veth in
+cat >"$SHARE/egress-hook.sh" <<'HOOK'
+#!/bin/sh
+pid=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
+[ -n "$pid" ] || exit 3
+nsenter -t "$pid" -n ip link add rxd0 type dummy || exit 4
+nsenter -t "$pid" -n ip addr add 10.233.0.2/24 dev rxd0 || exit 5
+exec nsenter -t "$pid" -n ip link set rxd0 up
+HOOK
+chmod 755 "$SHARE/egress-hook.sh"
+
+python3 - "$SHARE/bundles" "$GUEST_ROOTFS" "$CARELESS" "$SHARE/egress-hook.sh" <<'PY'
 import copy, json, os, sys
-out, rootfs, careless_path = sys.argv[1:4]
+out, rootfs, careless_path, egress_hook = sys.argv[1:5]
 
 LONG_LIVED = ["sh", "-c", 'trap "exit 0" TERM; while true; do sleep 1; done']
 CAPS = ["CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"]
@@ -89,6 +101,12 @@ def write(name, spec):
 
 # lifecycle, outside view, pause/resume, exec, update, events: one long-lived container
 write("life", base(LONG_LIVED))
+# network.mode = "inbound-only" on this kernel: an interface a hook adds, so the egress filter is
+# installed, read back at create and start; the payload's connection out is refused at once by the
+# filter's reset (without it the dummy interface swallows the SYN and nc times out)
+egress = base(["sh", "-c", "ip -o link show rxd0; nc -w 2 10.233.0.1 80 </dev/null 2>&1; echo NC-DONE"])
+egress["hooks"] = {"prestart": [{"path": egress_hook}]}
+write("egress", egress)
 # the careless spec, hardened anyway
 write("probe", careless(["/bin/seccomp-probe"]))
 write("escape", careless())

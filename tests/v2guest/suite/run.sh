@@ -288,6 +288,11 @@ note "pids record (exit $rc): $rec"
 check pids-limit-hit "record: ${rec:-none} $(err pids)" \
   '[ "$(echo "$rec" | json_str status)" = pids_limit_hit ] && [ "$(echo "$rec" | json_bool pids_limit_hit)" = true ]'
 
+# ---- 9b. network.mode = "inbound-only": the egress filter on this kernel -------------------------------
+R egress run --bundle "$B/egress" v2-egress; rc=$?
+check egress-filter "exit $rc: $(out egress | oneline) $(err egress)" \
+  '[ $rc = 0 ] && out egress | grep -q rxd0 && out egress | grep -q "Connection refused"'
+
 # ---- 10. nothing left --------------------------------------------------------------------------------
 left=$(find $CG/rloxsc -mindepth 1 -maxdepth 1 -type d 2>/dev/null | oneline)
 check no-cgroups-left "left under $CG/rloxsc: $left" \
