@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/clients/run.sh [docker|podman|ctr|cri|cri2|codeeval|all]... - rloxsc driven by the real clients (as root).
+# tests/clients/run.sh [docker|bridge|podman|ctr|cri|cri2|codeeval|all]... - rloxsc driven by the real clients (as root).
 #
 # Installs what it needs from Debian's archive (docker.io, containerd, podman, conmon, runc, jq,
 # containernetworking-plugins, python3-venv; /usr/sbin/policy-rc.d first, so no daemon auto-starts) and,
@@ -33,12 +33,12 @@ export W=/tmp/rloxsc-clients-$$
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 export RX_LIB RLOXSC W
 
-usage() { echo "usage: $0 [docker|podman|ctr|cri|cri2|codeeval|all]..." >&2; exit 2; }
+usage() { echo "usage: $0 [docker|bridge|podman|ctr|cri|cri2|codeeval|all]..." >&2; exit 2; }
 CLIENTS=()
 for a in "${@:-all}"; do
     case $a in
-        all) CLIENTS+=(docker podman ctr cri cri2 codeeval) ;;
-        docker|podman|ctr|cri|cri2) CLIENTS+=("$a") ;;
+        all) CLIENTS+=(docker bridge podman ctr cri cri2 codeeval) ;;
+        docker|bridge|podman|ctr|cri|cri2) CLIENTS+=("$a") ;;
         codeeval) CLIENTS+=("$a") ;;   # ~5-8 min, the first time +2-5 min to build its image (cached)
         -h|--help) usage ;;
         *) echo "unknown client: $a" >&2; usage ;;
@@ -97,6 +97,8 @@ cleanup() {
         echo "stopping $d (pid $(cat "$W/$d.pid" 2>/dev/null))"
         rx_stop_daemon "$d"
     done
+    # the bridge dockerd's network namespace (its daemon is stopped above)
+    [ ! -f "$W/bridge-netns" ] || ip netns del "$(cat "$W/bridge-netns")" 2>/dev/null
     # the pods' cgroup parent (rloxsc made it; empty once every pod is gone) and the CRI's state dir
     for d in /sys/fs/cgroup/*/"$CRI_CGROUP_PARENT"; do
         [ ! -d "$d" ] || rmdir "$d" 2>/dev/null || echo "cgroup $d is not empty: left in place"
@@ -130,6 +132,7 @@ PKGS=(jq python3 python3-yaml bsdutils)
 for c in "${CLIENTS[@]}"; do
     case $c in
         docker) PKGS+=(docker.io containerd runc tini) ;;
+        bridge) PKGS+=(docker.io containerd runc iproute2) ;;
         podman) PKGS+=(podman conmon runc) ;;
         ctr) PKGS+=(containerd runc) ;;
         cri) PKGS+=(containerd containernetworking-plugins python3-venv) ;;
@@ -171,6 +174,15 @@ setup_docker() {
     rx_ensure_containerd || { echo "containerd did not start"; return 1; }
     rx_ensure_dockerd || { echo "dockerd did not start with the rloxsc runtime"; return 1; }
     "$D" import -c 'CMD ["/bin/sh"]' "$W/rootfs.tar" "$IMG_DOCKER" >/dev/null || { echo "docker import failed"; return 1; }
+}
+
+# Docker with a bridge and published ports, its dockerd in a network namespace of the suite's own
+# (tests/clients/bridge.sh)
+setup_bridge() {
+    rx_ensure_containerd || { echo "containerd did not start"; return 1; }
+    # shellcheck source=tests/clients/bridge.sh
+    source "$RX_DIR/bridge.sh"
+    rx_ensure_bridge_dockerd || { echo "the bridge dockerd did not start in its namespace"; return 1; }
 }
 
 setup_podman() {
