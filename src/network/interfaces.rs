@@ -160,28 +160,30 @@ pub fn contain_interfaces(pid: i32) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// The interfaces of the network namespace of `pid` besides the kernel's own ([`KERNEL_DEVICES`]):
-/// the ones a caller put there.
-pub fn callers_interfaces(pid: i32) -> Result<Vec<String>> {
+/// The names of every interface of the network namespace of `pid` (`/proc/<pid>/net/dev`).
+pub fn names(pid: i32) -> Result<Vec<String>> {
     Ok(std::fs::read_to_string(format!("/proc/{pid}/net/dev"))
         .with_context(|| format!("cannot read /proc/{pid}/net/dev"))?
         .lines()
         .skip(2)
         .filter_map(|l| l.split(':').next().map(|n| n.trim().to_string()))
-        .filter(|n| !n.is_empty() && !KERNEL_DEVICES.contains(&n.as_str()))
+        .filter(|n| !n.is_empty())
+        .collect())
+}
+
+/// The interfaces of the network namespace of `pid` besides the kernel's own ([`KERNEL_DEVICES`]):
+/// the ones a caller put there.
+pub fn callers_interfaces(pid: i32) -> Result<Vec<String>> {
+    Ok(names(pid)?
+        .into_iter()
+        .filter(|n| !KERNEL_DEVICES.contains(&n.as_str()))
         .collect())
 }
 
 /// Every interface of the network namespace of `pid`, from outside: its name, whether it is up, and
 /// how many addresses it has.
 pub fn interface_states(pid: i32) -> Result<Vec<(String, bool, usize)>> {
-    let names: Vec<String> = std::fs::read_to_string(format!("/proc/{pid}/net/dev"))
-        .with_context(|| format!("cannot read /proc/{pid}/net/dev"))?
-        .lines()
-        .skip(2)
-        .filter_map(|l| l.split(':').next().map(|n| n.trim().to_string()))
-        .filter(|n| !n.is_empty())
-        .collect();
+    let names = names(pid)?;
     in_network_namespace(Path::new(&format!("/proc/{pid}/ns/net")), || {
         let addrs = addresses()?;
         names

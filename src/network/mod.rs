@@ -6,8 +6,8 @@
 //!   probes and port-forwards reach it; an egress filter in its network namespace
 //!   ([`egress`], installed over netlink by [`nftables`]) refuses every connection and datagram it
 //!   starts towards anything but loopback and the `egress_allow` list. With no interface but `lo`
-//!   (and the kernel's inert fallback tunnels) after the caller's hooks, nothing can leave and no
-//!   filter is installed: the container is loopback-only, at no cost.
+//!   after the caller's hooks, nothing can leave and no filter is installed: the container is
+//!   loopback-only, at no cost.
 //! - `loopback-only`: the interfaces a caller put into the container's own namespace are set down and
 //!   lose their addresses ([`interfaces`]); a joined namespace with a usable one is refused.
 //! - `namespace`: a namespace of its own, with whatever the caller put there and no filter (runc's
@@ -67,10 +67,10 @@ pub fn contain(
             Ok(())
         }
         NetworkMode::InboundOnly => {
-            if interfaces::callers_interfaces(pid)
-                .with_context(|| format!("policy key {}", keys::NETWORK_MODE))?
-                .is_empty()
-            {
+            if !needs_filter(
+                &interfaces::names(pid)
+                    .with_context(|| format!("policy key {}", keys::NETWORK_MODE))?,
+            ) {
                 return Ok(()); // loopback only: nothing can leave
             }
             let ns = netns_of(pid);
@@ -147,12 +147,12 @@ pub fn observe_filter(pid: i32) -> Result<Option<nftables::Installed>, String> {
     in_network_namespace(&netns_of(pid), nftables::read).map_err(|e| format!("{e:#}"))
 }
 
-/// Whether a container whose network namespace holds `interfaces` (as verification reads them)
-/// needs the egress filter under `inbound-only`: when one is not the kernel's own.
+/// Whether a container whose network namespace holds `interfaces` needs the egress filter under
+/// `inbound-only`: when it holds anything but `lo`. (By name alone: the kernel's fallback tunnels,
+/// present where tunnel modules are loaded, count too, so an interface a caller named like one is
+/// never taken for one.)
 pub fn needs_filter(interfaces: &[String]) -> bool {
-    interfaces
-        .iter()
-        .any(|i| !KERNEL_DEVICES.contains(&i.as_str()) && !i.ends_with(INERT))
+    interfaces.iter().any(|i| i != "lo")
 }
 
 /// The outside check of the filter under `inbound-only`: `None` when the kernel holds exactly the

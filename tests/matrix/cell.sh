@@ -76,6 +76,25 @@ WRAP
     chmod 0755 "$W/bin/$r-bridge"
 done
 chmod 0755 "$W/bin/bridge-hook"
+# the default bridge with traffic: a hook that puts one end of a veth pair into the container's network
+# namespace (eth0, 10.236.0.2/24) and the other into the namespace rxme the contained-egress scenario
+# makes (10.236.0.1/24), as libnetwork moves the bridge's veth in. Traffic stays between the two.
+cat >"$W/bin/veth-hook" <<'HOOK'
+#!/bin/bash
+set -euo pipefail
+pid=$(jq -r .pid)
+ip link add rxmv0 type veth peer name rxmv1
+ip link set rxmv1 netns rxme
+ip -n rxme addr add 10.236.0.1/24 dev rxmv1
+ip -n rxme link set rxmv1 up
+ip link set rxmv0 netns "$pid"
+nsenter --net=/proc/$pid/ns/net sh -c "ip link set rxmv0 name eth0; ip addr add 10.236.0.2/24 dev eth0; ip link set eth0 up"
+HOOK
+chmod 0755 "$W/bin/veth-hook"
+for r in runc rloxsc; do
+    sed -e "s#$W/bin/bridge-hook#$W/bin/veth-hook#" -e '/RLOXSC_POLICY/d' "$W/bin/$r-bridge" >"$W/bin/$r-veth"
+    chmod 0755 "$W/bin/$r-veth"
+done
 # the simulated bridge judges network.mode = "loopback-only" (the interface set down); the default,
 # inbound-only, keeps it and filters egress (tests/network.rs on the host)
 printf '[network]\nmode = "loopback-only"\n' >"$W/bin/loopback-only.toml"
@@ -110,8 +129,10 @@ CRI_PAUSE=docker.io/library/rxmatrix-pause:latest
 # Docker: contrib/docker/daemon.json (the runtime) plus what this test needs and no more: no bridge,
 # no iptables (no bridge or NAT may be made here), its own paths; the cgroup driver is Docker's default.
 jq --arg r "$RLOXSC_AT" --arg rb "$W/bin/rloxsc-bridge" --arg cb "$W/bin/runc-bridge" --arg c "$CSOCK" \
+   --arg rv "$W/bin/rloxsc-veth" --arg cv "$W/bin/runc-veth" \
     --arg data "$DATA/docker" --arg exec "$RUN/docker" --arg pid "$RUN/docker.pid" --arg h "unix://$DSOCK" '
     .runtimes.rloxsc.path = $r | .runtimes["rloxsc-bridge"].path = $rb | .runtimes["runc-bridge"].path = $cb
+    | .runtimes["rloxsc-veth"].path = $rv | .runtimes["runc-veth"].path = $cv
     | .bridge = "none" | .iptables = false | .ip6tables = false | ."ip-forward" = false | ."ip-masq" = false
     | .containerd = $c | ."data-root" = $data | ."exec-root" = $exec | .pidfile = $pid | .hosts = [$h]
     | ."storage-driver" = "overlay2"' "$repo/contrib/docker/daemon.json" >"$W/daemon.json"
@@ -340,6 +361,26 @@ s_contained_bridge() {   # the default bridge, simulated (see bridge-hook): cont
     ok docker stop -t 20 "$c"
     ok docker rm "$c"
 }
+s_contained_egress() {   # inbound-only, the default: the caller's interface kept, nothing leaves
+    local c=$NAME-egress-$1 l
+    ip netns del rxme 2>/dev/null || true
+    ok ip netns add rxme
+    ip -n rxme link set lo up
+    : >"$W/egress.got"
+    nsenter --net=/run/netns/rxme /bin/busybox nc -l -p 18099 >"$W/egress.got" 2>&1 </dev/null &
+    l=$!
+    sleep 0.5
+    run_cap docker run --rm --pull=never --name "$c" --runtime "$1-veth" "$IMG" sh -c \
+        'ip -o addr show eth0; echo EGRESS-REACHED | nc -w 3 10.236.0.1 18099; echo nc-rc=$?'
+    kill "$l" 2>/dev/null || true
+    wait "$l" 2>/dev/null || true   # (killed by TERM: 143, not the scenario's failure)
+    ip netns del rxme
+    echo "listener got: $(cat "$W/egress.got")"
+    assert_eq "exit code" 0 "$RC"
+    assert_match "eth0 kept its address" '10\.236\.0\.2' "$OUT"
+    ! grep -q EGRESS-REACHED "$W/egress.got" || fail "the container's connection out reached the listener"
+    assert_match "the connect out was refused" 'refused' "$OUT$ERR"
+}
 s_apparmor() {   # a profile the caller names is applied, or the create is refused naming it
     local c=$NAME-aa-$1 pid cur
     docker rm -f "$c" >/dev/null 2>&1
@@ -409,7 +450,7 @@ s_cri_pod() {   # one pod's life through containerd's CRI plugin, handler RUNTIM
     ok "${CRI[@]}" rmp "$pod"
 }
 
-SCENARIOS="run-rm detached contained-probe stats update-memory-pids update-cpu pause cp-running stop-rm init oom pids-limit tty volume contained-bridge apparmor cri-pod"
+SCENARIOS="run-rm detached contained-probe stats update-memory-pids update-cpu pause cp-running stop-rm init oom pids-limit tty volume contained-bridge contained-egress apparmor cri-pod"
 [ "$SYSTEMD" = 1 ] && SCENARIOS+=" systemd-scope"
 
 run_scenario() {   # RUNTIME NAME
