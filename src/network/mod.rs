@@ -50,6 +50,13 @@ pub fn contain(
     policy: &Policy,
     egress: &[EgressRule],
 ) -> Result<()> {
+    if policy.network != NetworkMode::Namespace && is_runtimes_own(pid) {
+        // never the host's: nothing is set down or filtered there (verification refuses the container)
+        bail!(
+            "the container shares the runtime's network namespace: nothing of it is changed (policy key {})",
+            keys::NAMESPACES
+        );
+    }
     match policy.network {
         NetworkMode::Namespace => Ok(()),
         NetworkMode::LoopbackOnly => {
@@ -99,6 +106,19 @@ pub fn contain(
             );
             Ok(())
         }
+    }
+}
+
+/// Whether the network namespace of `pid` is the runtime's own (the host's), or cannot be told apart
+/// from it.
+fn is_runtimes_own(pid: i32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (
+        std::fs::metadata(netns_of(pid)),
+        std::fs::metadata("/proc/self/ns/net"),
+    ) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => true,
     }
 }
 
