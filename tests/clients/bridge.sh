@@ -12,11 +12,16 @@
 #                       (the control: the test can fail)
 #   egress-allowlist    a runtime registered with a policy whose egress_allow lists one port reaches it,
 #                       and only it
+#   podman-published-port, podman-egress-refused
+#                       the same through rootful Podman (4.3, CNI), run in the same namespace with a
+#                       CNI bridge of the suite's own (rxbr0, 10.236.9.1/24, portmap for -p)
 
 BRIDGE_SCENARIOS="
 published-port b_published_port
 egress-refused b_egress_refused
 egress-allowlist b_egress_allowlist
+podman-published-port b_podman_published_port
+podman-egress-refused b_podman_egress_refused
 "
 
 BR_GW=10.235.0.1
@@ -43,7 +48,16 @@ rx_ensure_bridge_dockerd() {
         "userland-proxy": true, "exec-opts": ["native.cgroupdriver=cgroupfs"]}' >"$BR_DIR/daemon.json" || return 1
     rx_start_daemon bridge-dockerd nsenter --net="/run/netns/$BR_NS" /usr/sbin/dockerd --config-file "$BR_DIR/daemon.json"
     wait_for 30 "$D" -H "unix://$BR_SOCK" version || { tail -n 20 "$W/bridge-dockerd.log" >&2; return 1; }
-    "$D" -H "unix://$BR_SOCK" import -c 'CMD ["/bin/sh"]' "$W/rootfs.tar" "$IMG_DOCKER" >/dev/null
+    "$D" -H "unix://$BR_SOCK" import -c 'CMD ["/bin/sh"]' "$W/rootfs.tar" "$IMG_DOCKER" >/dev/null || return 1
+    # Podman: contrib's containers.conf, a CNI network of the suite's own (no masquerade)
+    rx_podman_conf || return 1
+    mkdir -p "$BR_DIR/cni"
+    jq -n '{cniVersion: "0.4.0", name: "rxbr", plugins: [
+        {type: "bridge", bridge: "rxbr0", isGateway: true, ipMasq: false, hairpinMode: true,
+         ipam: {type: "host-local", routes: [{dst: "0.0.0.0/0"}],
+                ranges: [[{subnet: "10.236.9.0/24", gateway: "10.236.9.1"}]]}},
+        {type: "portmap", capabilities: {portMappings: true}}]}' >"$BR_DIR/cni/rxbr.conflist" || return 1
+    podman import --change 'CMD ["/bin/sh"]' "$W/rootfs.tar" "$IMG_PODMAN" >/dev/null 2>&1
 }
 
 # after the daemon stopped (run.sh's cleanup): its namespace, with the bridge in it
@@ -54,9 +68,10 @@ rx_bridge_cleanup() {
 }
 
 BD() { "$D" -H "unix://$BR_SOCK" "$@"; }
+PD() { nsenter --net="/run/netns/$BR_NS" podman --cni-config-dir "$BR_DIR/cni" "$@"; }
 in_ns() { nsenter --net="/run/netns/$BR_NS" "$@"; }   # (ip netns exec would remount /sys, and lose cgroupfs)
 
-# br_listen PORT FILE: a TCP listener on the gateway, in the daemon's namespace, that accepts, counts
+# br_listen PORT FILE [ADDRESS]: a TCP listener on the gateway (or ADDRESS), in the daemon's namespace, that accepts, counts
 # (one line per connection in FILE) and closes; and a UDP one on port 53. Stopped at the scenario's end.
 br_listen() {
     in_ns /usr/bin/python3 -c '
@@ -71,9 +86,9 @@ threading.Thread(target=udp, daemon=True).start()
 open(f + ".ready", "w").write(str(__import__("os").getpid()))
 while True:
     c, _ = t.accept(); open(f, "a").write("tcp\n"); c.close()
-' "$1" "$2" "$BR_GW" >"$2.log" 2>&1 &
+' "$1" "$2" "${3:-$BR_GW}" >"$2.log" 2>&1 &
     on_exit kill $!
-    wait_for 10 test -s "$2.ready" || fail "the listener on $BR_GW:$1 did not start: $(tail -n 2 "$2.log")"
+    wait_for 10 test -s "$2.ready" || fail "the listener on ${3:-$BR_GW}:$1 did not start: $(tail -n 2 "$2.log")"
     on_exit kill "$(cat "$2.ready")"
 }
 
@@ -120,4 +135,36 @@ b_egress_allowlist() {
     br_listen 18090 "$f"
     br_probe rloxsc-allow "$f" 18090
     assert_eq "the allowlisted port was reached once" tcp "$(cat "$f" 2>/dev/null)"
+}
+
+b_podman_published_port() {
+    local c=$NAME_PREFIX-ppub got=
+    on_exit PD rm -f -t 0 "$c"
+    ok PD run -d --runtime rloxsc --name "$c" --network rxbr -p 127.0.0.1:18082:8000 "$IMG_PODMAN" \
+        sh -c 'while true; do echo HELLO-PODMAN | nc -l -p 8000; done'
+    for _ in $(seq 50); do
+        got=$(in_ns /usr/bin/python3 -c '
+import socket
+s = socket.create_connection(("127.0.0.1", 18082), timeout=2); s.settimeout(2)
+print(s.recv(64).decode().strip())' 2>/dev/null) && [ "$got" = HELLO-PODMAN ] && break
+        sleep 0.2
+    done
+    assert_eq "what Podman's published port answered" HELLO-PODMAN "$got"
+}
+
+b_podman_egress_refused() {
+    local f=$W/pegress-$$.count
+    # (the CNI bridge exists once a container used the network: it is made by the first run)
+    ok PD run --rm --runtime rloxsc --network rxbr "$IMG_PODMAN" true
+    br_listen 18091 "$f" 10.236.9.1
+    run_cap PD run --rm --runtime rloxsc --network rxbr "$IMG_PODMAN" sh -c \
+        'nc -w 3 10.236.9.1 18091 </dev/null 2>&1; echo PROBE-DONE'
+    assert_match "the probe ran" PROBE-DONE "$OUT"
+    sleep 1
+    assert_eq "connections from the rloxsc container that reached the gateway" "" "$(cat "$f" 2>/dev/null)"
+    assert_match "the connect was refused" "refused" "$OUT"
+    run_cap PD run --rm --runtime runc --network rxbr "$IMG_PODMAN" sh -c \
+        'nc -w 3 10.236.9.1 18091 </dev/null 2>&1; echo PROBE-DONE'
+    sleep 1
+    assert_match "runc's container reached the TCP listener (the control)" tcp "$(cat "$f" 2>/dev/null)"
 }

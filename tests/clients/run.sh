@@ -132,7 +132,7 @@ PKGS=(jq python3 python3-yaml bsdutils)
 for c in "${CLIENTS[@]}"; do
     case $c in
         docker) PKGS+=(docker.io containerd runc tini) ;;
-        bridge) PKGS+=(docker.io containerd runc iproute2) ;;
+        bridge) PKGS+=(docker.io containerd runc iproute2 podman conmon containernetworking-plugins) ;;
         podman) PKGS+=(podman conmon runc) ;;
         ctr) PKGS+=(containerd runc) ;;
         cri) PKGS+=(containerd containernetworking-plugins python3-venv) ;;
