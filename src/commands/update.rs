@@ -241,7 +241,7 @@ pub fn egress(ctx: &Context, id: &str, list: &str) -> Result<()> {
         use std::os::fd::AsRawFd;
         ns.as_raw_fd()
     }));
-    crate::network::install_filter(&path, &wanted)?;
+    crate::network::install_filter(&path, &wanted, crate::network::nftables::Mode::Replace)?;
     let read = crate::network::in_network_namespace(&path, crate::network::nftables::read)
         .map_err(|e| format!("{e:#}"));
     if let Some(d) = crate::network::check_filter(&read, &wanted) {

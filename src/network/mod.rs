@@ -97,7 +97,18 @@ pub fn contain(
                     };
                 }
             }
-            install_filter(&ns, egress)?;
+            // a namespace of its own is new, a joined one was just read without the table: it is
+            // created, nothing replaced (and nothing waited for); a pod's container that raced
+            // another to it finds the other's, judged as above
+            if let Err(e) = install_filter(&ns, egress, nftables::Mode::Create) {
+                let now = in_network_namespace(&ns, nftables::read).ok().flatten();
+                if has_own_network_namespace(spec)
+                    || now.is_none()
+                    || egress::differs(now.as_ref(), egress).is_some()
+                {
+                    return Err(e);
+                }
+            }
             tracing::info!(
                 "container {id}: egress filter installed in its network namespace: inbound connections reach it, it reaches {} (policy keys {}, {})",
                 describe(egress),
@@ -124,9 +135,10 @@ fn is_runtimes_own(pid: i32) -> bool {
 
 /// Installs (or replaces, atomically) the egress filter for `egress` in the network namespace at
 /// `ns`; an error names the kernel feature and the policy key.
-pub fn install_filter(ns: &Path, egress: &[EgressRule]) -> Result<()> {
+pub fn install_filter(ns: &Path, egress: &[EgressRule], mode: nftables::Mode) -> Result<()> {
     let rules = egress::exprs(egress);
-    in_network_namespace(ns, || nftables::install(&rules)).map_err(|e| filter_error(&e, "install"))
+    in_network_namespace(ns, || nftables::install(&rules, mode))
+        .map_err(|e| filter_error(&e, "install"))
 }
 
 fn filter_error(e: &anyhow::Error, what: &str) -> anyhow::Error {
@@ -142,7 +154,8 @@ pub fn probe_filter() -> Result<(), String> {
     std::thread::spawn(|| {
         nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
             .map_err(|e| format!("cannot make a network namespace to try it in: {e}"))?;
-        nftables::install(&egress::exprs(&[])).map_err(|e| format!("{e:#}"))?;
+        nftables::install(&egress::exprs(&[]), nftables::Mode::Create)
+            .map_err(|e| format!("{e:#}"))?;
         let read = nftables::read().map_err(|e| format!("{e:#}"));
         match check_filter(&read, &[]) {
             None => Ok(()),
