@@ -47,7 +47,10 @@ impl Veth {
             net,
         };
         let host = format!("rxh{tag}");
-        let _ = Command::new("ip").args(["netns", "del", &v.ns]).status();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &v.ns])
+            .stderr(Stdio::null())
+            .status();
         let addr = format!("{}/24", v.host_ip());
         let ok = ip(&["netns", "add", &v.ns])
             && ip(&[
@@ -483,8 +486,9 @@ fn a_loopback_only_namespace_needs_no_filter() {
 }
 
 /// A network namespace joined by path (a pod's, made by the test with an interface in it) gets the
-/// filter from the first container; a second one with the same policy finds and keeps it; one
-/// with another allowlist is refused, naming the key.
+/// filter from the first container; a second one with the same policy finds and keeps it; no one
+/// container's `update --egress-allow` changes it; one with another allowlist is refused, naming
+/// the key.
 #[test]
 fn a_joined_namespace_gets_one_filter() {
     if !require_prereqs(Need::Runtime) {
@@ -547,6 +551,20 @@ fn a_joined_namespace_gets_one_filter() {
     ]);
     out.expect_ok();
     assert!(out.stdout.contains("SECOND"), "{out}");
+    // the shared filter is no one container's to update
+    let (id4, _) = created(&env, &joined(LONG_LIVED, None), Some(&policy));
+    let _g4 = env.guard(&id4);
+    env.rloxsc(&["start", &id4]).expect_ok();
+    let out = env.rloxsc(&["update", "--egress-allow", "", &id4]);
+    assert_error(
+        &out,
+        &["shares a network namespace", "network.egress_allow"],
+    );
+    assert!(
+        filter_text(&holder.id().to_string()).contains("192.0.2.0/24"),
+        "a refused update changed the shared filter"
+    );
+    env.rloxsc(&["delete", "--force", &id4]).expect_ok();
     let id3 = env.id();
     let _g3 = env.guard(&id3);
     let b = env.bundle(&joined(

@@ -210,6 +210,14 @@ pub fn egress(ctx: &Context, id: &str, list: &str) -> Result<()> {
             keys::NETWORK_MODE
         );
     }
+    // a namespace joined by path (a pod's) is shared: its one filter belongs to every container in
+    // it (each checks it), so no single container's update may change it
+    if !crate::network::has_own_network_namespace(&ctx.layout.read_spec(id)?) {
+        bail!(
+            "container {id:?} shares a network namespace it joined (a pod's): its egress filter belongs to every container in it, and no single container's update changes it (policy key {})",
+            keys::EGRESS_ALLOW
+        );
+    }
     let wanted = EgressRule::parse_list(list)
         .map_err(|e| anyhow!("--egress-allow: {e} (policy key {})", keys::EGRESS_ALLOW))?;
     if !within(&wanted, &record.policy.egress_allow) {
