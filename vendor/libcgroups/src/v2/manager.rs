@@ -225,8 +225,11 @@ impl CgroupManager for Manager {
             }
         }
 
+        // resources without device rules (an update, a freeze) leave the device programs as they are
         #[cfg(feature = "cgroupsv2_devices")]
-        Devices::apply(controller_opt, &self.full_path)?;
+        if controller_opt.resources.devices().is_some() {
+            Devices::apply(controller_opt, &self.full_path)?;
+        }
 
         for pseudoctlr in PSEUDO_CONTROLLER_TYPES {
             if let PseudoControllerType::Unified = pseudoctlr {
