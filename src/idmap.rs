@@ -81,45 +81,69 @@ impl IdMap {
         crate::userns::namespace_fd(&map_text(&self.uids), &map_text(&self.gids))
     }
 
-    /// The mapping of an idmapped bind of a host directory owned by `owner` (uid, gid): the owner is
-    /// the container's root; the container's other ids `k` are the host's ids `k`, except that the
-    /// owner's own number, when the container has it, takes the place of host id 0. So the container's
-    /// root can use the directory as its owner can (also a 0700 one), and what it creates there
-    /// belongs on the host to the directory's owner, as under runc with the caller's own mapping.
-    /// `None` when the container's mapping is not one block starting at container id 0.
-    pub fn for_owner(&self, owner: (u32, u32)) -> Option<IdMap> {
-        let one = |lines: &[(u32, u32, u32)], d: u32| -> Option<Vec<(u32, u32, u32)>> {
+    /// The mapping of an idmapped bind of a host directory owned by `owner` (uid, gid) for a
+    /// container whose process runs as container ids `user` (uid, gid): the owner is that user inside
+    /// (the container's root by default), so the process can use the directory as its owner can
+    /// (also a 0700 one) and what it creates there belongs on the host to the directory's owner, as
+    /// under runc with the caller's own ids. The container's other ids `k` are the host's ids `k`,
+    /// except disk id 0 (host root), which is never mapped unless it is the owner: nothing in the
+    /// container writes as host root there, and host root's files show as `nobody`'s. `None` when
+    /// the container's mapping is not one block starting at container id 0.
+    pub fn for_owner(&self, owner: (u32, u32), user: (u32, u32)) -> Option<IdMap> {
+        let one = |lines: &[(u32, u32, u32)], d: u32, p: u32| -> Option<Vec<(u32, u32, u32)>> {
             let &(c0, base, len) = lines.first()?;
-            if lines.len() != 1 || c0 != 0 || len == 0 {
+            if lines.len() != 1 || c0 != 0 || len == 0 || p >= len {
                 return None;
             }
-            // on-disk id -> host id lines; every host id base..base+len used once
-            let mut out = vec![(d, base, 1)];
-            if d == 0 {
-                if len > 1 {
-                    out.push((1, base + 1, len - 1));
+            // on-disk id -> host id lines: the owner d is the user p; every other disk id k in
+            // 1..len but d and p is container id k; each host id used at most once
+            let mut out = vec![(d, base + p, 1)];
+            let mut skip = [d, p];
+            skip.sort_unstable();
+            let mut from = 1;
+            for s in skip {
+                if s > from && from < len {
+                    out.push((from, base + from, s.min(len) - from));
                 }
-                return Some(out);
+                from = from.max(s + 1);
             }
-            if d < len {
-                // disk 0 takes the owner's container number; 1..len otherwise as themselves
-                out.push((0, base + d, 1));
-                if d > 1 {
-                    out.push((1, base + 1, d - 1));
-                }
-                if d + 1 < len {
-                    out.push((d + 1, base + d + 1, len - d - 1));
-                }
-            } else if len > 1 {
-                // disk 0 is left out (shows as nobody); 1..len as themselves
-                out.push((1, base + 1, len - 1));
+            if from < len {
+                out.push((from, base + from, len - from));
             }
             Some(out)
         };
         Some(IdMap {
-            uids: one(&self.uids, owner.0)?,
-            gids: one(&self.gids, owner.1)?,
+            uids: one(&self.uids, owner.0, user.0)?,
+            gids: one(&self.gids, owner.1, user.1)?,
         })
+    }
+
+    /// This mapping (one block from container id 0) with host ids `0..n` (the host's own users,
+    /// root among them) added as disk ids `n..2n`, where `n` is the block's length: the mapping of a
+    /// client's writable layer that both the container and host root write through (overlayfs
+    /// works in its upper layer as the mounter, host root; a client copies in as host root). The
+    /// container's id `k` is disk id `k`, as the client keeps it; a host writer's `h` lands as
+    /// `n+h`, which the container's own ids never are ([`IdMap::host_writer`] turns it back).
+    pub fn with_host_writers(&self) -> Option<IdMap> {
+        let one = |lines: &[(u32, u32, u32)]| -> Option<Vec<(u32, u32, u32)>> {
+            let &(c0, base, len) = lines.first()?;
+            if lines.len() != 1 || c0 != 0 || len == 0 || base < len {
+                return None;
+            }
+            Some(vec![(0, base, len), (len, 0, len)])
+        };
+        Some(IdMap {
+            uids: one(&self.uids)?,
+            gids: one(&self.gids)?,
+        })
+    }
+
+    /// For a disk id of a layer mapped [`IdMap::with_host_writers`]: the host id `h` that wrote it,
+    /// if a host writer did (`None` for the container's own ids).
+    pub fn host_writer(&self, disk: u32, uid: bool) -> Option<u32> {
+        let lines = if uid { &self.uids } else { &self.gids };
+        let &(_, _, len) = lines.first()?;
+        (disk >= len && disk - len < len).then(|| disk - len)
     }
 }
 
@@ -159,41 +183,91 @@ mod tests {
 
     #[test]
     fn a_root_owned_directory_is_the_container_roots_and_ids_keep_their_numbers() {
-        let o = IdMap::block(B, 65536).for_owner((0, 0)).unwrap();
+        let o = IdMap::block(B, 65536).for_owner((0, 0), (0, 0)).unwrap();
         assert_eq!(disk_to_host(&o.uids, 0), Some(B));
         assert_eq!(disk_to_host(&o.uids, 1000), Some(B + 1000));
         assert_eq!(disk_to_host(&o.uids, 65535), Some(B + 65535));
         assert_eq!(disk_to_host(&o.uids, 65536), None);
     }
 
+    fn bijective_into_the_block(lines: &[(u32, u32, u32)]) -> usize {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut disks = std::collections::BTreeSet::new();
+        for (i, h, n) in lines {
+            for k in 0..*n {
+                assert!(seen.insert(h + k), "host id {} twice", h + k);
+                assert!(disks.insert(i + k), "disk id {} twice", i + k);
+                assert!((B..B + 65536).contains(&(h + k)));
+            }
+        }
+        seen.len()
+    }
+
     #[test]
-    fn a_users_directory_swaps_its_owner_with_disk_id_0() {
-        let o = IdMap::block(B, 65536).for_owner((1000, 1000)).unwrap();
+    fn a_users_directory_is_the_containers_root_and_host_root_is_never_written() {
+        let o = IdMap::block(B, 65536)
+            .for_owner((1000, 1000), (0, 0))
+            .unwrap();
         assert_eq!(
             disk_to_host(&o.uids, 1000),
             Some(B),
             "the owner is root inside"
         );
-        assert_eq!(disk_to_host(&o.uids, 0), Some(B + 1000));
+        assert_eq!(disk_to_host(&o.uids, 0), None, "host root is nobody inside");
         assert_eq!(disk_to_host(&o.uids, 1), Some(B + 1));
         assert_eq!(disk_to_host(&o.uids, 999), Some(B + 999));
         assert_eq!(disk_to_host(&o.uids, 1001), Some(B + 1001));
-        // a bijection onto the block
-        let mut seen = std::collections::BTreeSet::new();
-        for (i, h, n) in &o.uids {
-            for k in 0..*n {
-                assert!(seen.insert(h + k), "host id {} twice ({i})", h + k);
-            }
-        }
-        assert_eq!(seen.len(), 65536);
+        assert_eq!(bijective_into_the_block(&o.uids), 65535);
+    }
+
+    #[test]
+    fn a_process_running_as_the_owners_id_creates_files_the_owner_owns() {
+        // docker run -u 1002 -v /home/u:/work (uid 1002): the container's 1002 is the owner
+        let o = IdMap::block(B, 65536)
+            .for_owner((1002, 1002), (1002, 1002))
+            .unwrap();
+        assert_eq!(disk_to_host(&o.uids, 1002), Some(B + 1002));
+        assert_eq!(disk_to_host(&o.uids, 0), None, "never host root");
+        assert!(
+            o.uids.iter().all(|(_, h, n)| !(*h..h + n).contains(&B)),
+            "root is not the owner"
+        );
+        assert_eq!(bijective_into_the_block(&o.uids), 65535);
+        // a user other than the owner: the owner's files are that user's
+        let o = IdMap::block(B, 65536)
+            .for_owner((1002, 1002), (33, 33))
+            .unwrap();
+        assert_eq!(disk_to_host(&o.uids, 1002), Some(B + 33));
+        assert_eq!(disk_to_host(&o.uids, 33), None);
+        assert_eq!(bijective_into_the_block(&o.uids), 65534);
     }
 
     #[test]
     fn an_owner_outside_the_block_leaves_disk_root_unmapped() {
-        let o = IdMap::block(B, 65536).for_owner((70000, 70000)).unwrap();
+        let o = IdMap::block(B, 65536)
+            .for_owner((70000, 70000), (0, 0))
+            .unwrap();
         assert_eq!(disk_to_host(&o.uids, 70000), Some(B));
         assert_eq!(disk_to_host(&o.uids, 0), None);
         assert_eq!(disk_to_host(&o.uids, 5), Some(B + 5));
+        assert_eq!(bijective_into_the_block(&o.uids), 65536);
+    }
+
+    #[test]
+    fn host_writers_land_above_the_containers_ids_and_are_found_again() {
+        let m = IdMap::block(B, 65536);
+        let w = m.with_host_writers().unwrap();
+        assert_eq!(disk_to_host(&w.uids, 0), Some(B));
+        assert_eq!(disk_to_host(&w.uids, 65535), Some(B + 65535));
+        assert_eq!(
+            disk_to_host(&w.uids, 65536),
+            Some(0),
+            "host root writes as 65536"
+        );
+        assert_eq!(disk_to_host(&w.uids, 65536 + 1000), Some(1000));
+        assert_eq!(w.host_writer(65536, true), Some(0));
+        assert_eq!(w.host_writer(65535, true), None);
+        assert_eq!(w.host_writer(131072, true), None);
     }
 
     #[test]
@@ -202,6 +276,7 @@ mod tests {
             uids: vec![(0, B, 1), (1, 100000, 65535)],
             gids: vec![(0, B, 65536)],
         };
-        assert!(m.for_owner((0, 0)).is_none());
+        assert!(m.for_owner((0, 0), (0, 0)).is_none());
+        assert!(m.with_host_writers().is_none());
     }
 }

@@ -224,6 +224,11 @@ pub fn prepare(
     own_mapping: Option<&IdMap>,
     mapping: &IdMap,
 ) -> Result<()> {
+    let user = spec
+        .process()
+        .as_ref()
+        .map(|p| (p.user().uid(), p.user().gid()))
+        .unwrap_or((0, 0));
     if let Some(mounts) = spec.mounts_mut().as_mut() {
         for m in mounts.iter_mut() {
             let opts = m.options().clone().unwrap_or_default();
@@ -236,7 +241,7 @@ pub fn prepare(
             let is_bind = m.typ().as_deref() == Some("bind")
                 || opts.iter().any(|o| o == "bind" || o == "rbind");
             if is_bind {
-                bind_view(m, &opts, views, own_mapping)?;
+                bind_view(m, &opts, views, own_mapping, user)?;
             } else if m.typ().as_deref() == Some("tmpfs")
                 && m.destination() != Path::new("/dev")
                 && !opts.iter().any(|o| o == "tmpcopyup")
@@ -314,20 +319,22 @@ fn bind_view(
     opts: &[String],
     views: &mut ViewDir,
     own_mapping: Option<&IdMap>,
+    user: (u32, u32),
 ) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     let Some(src) = m.source().clone() else {
         return Ok(());
     };
     let recursive = opts.iter().any(|o| o == "rbind");
-    let md = std::fs::metadata(&src).with_context(|| {
+    let clone = mountapi::clone_path(&src, recursive).with_context(|| {
         format!(
             "bind source {} of {}",
             src.display(),
             m.destination().display()
         )
     })?;
-    let clone = mountapi::clone_path(&src, recursive)?;
+    // the owner of what was cloned, not of whatever the path names a moment later
+    let md = std::fs::File::from(clone.try_clone()?).metadata()?;
     let wants_idmap = opts.iter().any(|o| o == "idmap" || o == "ridmap")
         || m.uid_mappings().as_ref().is_some_and(|v| !v.is_empty());
     if wants_idmap {
@@ -360,7 +367,7 @@ fn bind_view(
     } else if let Some(map) = own_mapping
         // a directory the container's ids own already (Podman's `:U`) is the container's as it is
         .filter(|om| om.container_uid(md.uid()).is_none())
-        .and_then(|om| om.for_owner((md.uid(), md.gid())))
+        .and_then(|om| om.for_owner((md.uid(), md.gid()), user))
     {
         let ns = map.namespace()?;
         if let Err(e) = mountapi::idmap(&clone, &ns, recursive) {
