@@ -81,6 +81,7 @@ pub fn exec(
     let _remove = RemoveOnDrop(process_file.clone());
     // what a client copied in since the last process started is the container's now
     super::adopt_client_writes(layout, req.id)?;
+    check_cwd(req.id, init_pid, req.process.cwd())?;
     if let Some(owner) = process_owner(spec, req.process) {
         super::give_stdio_to(owner);
     }
@@ -122,6 +123,48 @@ pub fn exec(
         pid,
         console: own_console,
     })
+}
+
+/// Fails with the cause when the process's working directory `cwd` is not a directory inside the
+/// container (its init `init_pid`), resolved there as the container resolves it (a symlink the
+/// container put there followed inside its root): libcontainer's init reported only "failed to
+/// unix syscall" and exit 255. The init resolves it again; this gives the message, not the safety.
+fn check_cwd(id: &str, init_pid: i32, cwd: &Path) -> Result<()> {
+    let root = fsutil::openat2(
+        libc::AT_FDCWD,
+        &PathBuf::from(format!("/proc/{init_pid}/root")),
+        libc::O_PATH | libc::O_DIRECTORY,
+        0,
+    );
+    let Ok(root) = root else {
+        return Ok(()); // the init is gone: libcontainer says so
+    };
+    let rel: PathBuf = cwd
+        .components()
+        .filter(|c| matches!(c, std::path::Component::Normal(_)))
+        .collect();
+    if rel.as_os_str().is_empty() {
+        return Ok(());
+    }
+    use std::os::fd::AsRawFd;
+    match fsutil::openat2(
+        root.as_raw_fd(),
+        &rel,
+        libc::O_PATH | libc::O_DIRECTORY,
+        fsutil::RESOLVE_IN_ROOT | fsutil::RESOLVE_NO_MAGICLINKS,
+    ) {
+        Ok(_) => Ok(()),
+        Err(e) => bail!(
+            "cannot exec in container {id:?}: chdir to cwd ({}) set in the process spec failed: {}",
+            cwd.display(),
+            std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO))
+                .to_string()
+                .split(" (os error")
+                .next()
+                .unwrap_or_default()
+                .to_lowercase()
+        ),
+    }
 }
 
 /// Checks an exec'd process from outside while it lives: no_new_privs, seccomp filter mode, clamped
