@@ -173,6 +173,17 @@ impl Layout {
     /// Removes the private bundle of `id` (absent is fine).
     pub fn remove_bundle(&self, id: &str) -> Result<()> {
         let dir = self.bundle_dir(id);
+        // never through a mount below it (the client's layer kept there): remove_dir_all would
+        // empty it
+        if let Ok(mounts) = crate::mountinfo::own() {
+            if let Some(m) = mounts.iter().find(|m| m.point.starts_with(&dir)) {
+                anyhow::bail!(
+                    "cannot remove {}: {} is still mounted there",
+                    dir.display(),
+                    m.point.display()
+                );
+            }
+        }
         match fs::remove_dir_all(&dir) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

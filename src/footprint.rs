@@ -3,12 +3,13 @@
 //! `create` writes the ledger (`<root>/bundles/<id>/footprint.json`) *before* it acquires each
 //! resource, so a runtime killed at any point leaves a ledger naming everything it may hold. The one
 //! [`release`] gives it all back, in a fixed order: the container's processes (its cgroup's, and a
-//! killed create's orphans), the client's view of its filesystem, the write-back of its store into
-//! the client's layer, libcontainer's state and the cgroups (poststop hooks run here), the view
-//! directory, the block of host ids, the private bundle and the ledger last. Every step tolerates
-//! what was never acquired, so a second release after a kill finishes the first; every step is
-//! bounded in time, the write-back by the caller's deadline. A create that fails, `delete`,
-//! `delete --force` and the custodian of a killed `run` all end in it.
+//! killed create's orphans), the client's view of its filesystem, libcontainer's state and the
+//! cgroups (poststop hooks run here), the view directory (the store with it), the client's layer as
+//! kept (rloxsc's work directory in it; nothing the container wrote is copied or removed), the block
+//! of host ids, the private bundle and the ledger last. Every step tolerates what was never
+//! acquired, so a second release after a kill finishes the first; every step is bounded in time and
+//! none grows with what the container wrote. A create that fails, `delete`, `delete --force` and the
+//! custodian of a killed `run` all end in it.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -18,7 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::bundle::Layout;
 use crate::cgroups::{Driver, Placement};
-use crate::rootfs::commit::Commit;
+use crate::rootfs::layer::Kept;
+use crate::rootfs::Writes;
 
 /// The client's view of the container's filesystem, attached on its rootfs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,9 +43,12 @@ pub struct Ledger {
     /// The client's view of its filesystem.
     #[serde(default)]
     pub host_view: Option<HostView>,
-    /// The write-back of its store.
+    /// Where its writes land.
     #[serde(default)]
-    pub commit: Option<Commit>,
+    pub writes: Option<Writes>,
+    /// The client's writable layer, as kept.
+    #[serde(default)]
+    pub layer: Option<Kept>,
     /// Its cgroups path.
     #[serde(default)]
     pub cgroups_path: Option<PathBuf>,
@@ -137,14 +142,13 @@ impl Footprint {
     }
 }
 
-/// How long the steps other than the write-back may take at most: killing and waiting for the
-/// processes, detaching, removing cgroups.
+/// How long each step may take at most: killing and waiting for the processes, detaching,
+/// removing cgroups.
 const STEP_LIMIT: Duration = Duration::from_secs(10);
 
-/// Gives back everything container `id` under `layout` holds (see the module documentation). The
-/// write-back stops at `deadline` (the caller's `--timeout`); the other steps are bounded by
-/// themselves. Errors of single steps are logged; the rest still runs.
-pub fn release(layout: &Layout, id: &str, deadline: Option<Instant>) {
+/// Gives back everything container `id` under `layout` holds (see the module documentation). Each
+/// step is bounded by itself. Errors of single steps are logged; the rest still runs.
+pub fn release(layout: &Layout, id: &str) {
     let fp = Footprint::load(layout, id);
     let l = &fp.ledger;
     let cgroup = placement(layout, id);
@@ -157,32 +161,6 @@ pub fn release(layout: &Layout, id: &str, deadline: Option<Instant>) {
     // 2. the client's view (nobody writes into the store any more)
     if let Some(h) = &l.host_view {
         crate::rootfs::hostview::detach(&h.rootfs, &h.tag);
-    }
-    // 3. what the container wrote goes where the client looks
-    if let Some(c) = &l.commit {
-        if c.store.join("upper").is_dir() {
-            let cgroups = cgroup
-                .as_ref()
-                .map(Placement::charge_dirs)
-                .unwrap_or_default();
-            let t0 = Instant::now();
-            let res = crate::charged::run(&cgroups, deadline, || {
-                crate::rootfs::commit::run(c, deadline).map(|w| {
-                    tracing::debug!(
-                        "container {id}: {} entries, {} bytes written back",
-                        w.entries,
-                        w.bytes
-                    );
-                })
-            });
-            match res {
-                Ok(()) => tracing::debug!("container {id}: written back in {:?}", t0.elapsed()),
-                Err(e) => tracing::warn!(
-                    "container {id}: its files could not all be written back into {}: {e:#}",
-                    c.rootfs.display()
-                ),
-            }
-        }
     }
     // 4. libcontainer's state (poststop hooks) and the cgroups
     let dir = layout.container_dir(id);
@@ -214,12 +192,20 @@ pub fn release(layout: &Layout, id: &str, deadline: Option<Instant>) {
     {
         crate::views::ViewDir::remove(&v);
     }
-    // 6. the block of host ids
+    // 6. the client's layer as kept: rloxsc's work directory in it, the clone detached (the private
+    // bundle below holds the clone's mount point: it is never removed while the clone is there)
+    if let Some(k) = &l.layer {
+        if let Err(e) = k.release() {
+            tracing::warn!("container {id}: {e:#}; its state is kept for delete --force to retry");
+            return;
+        }
+    }
+    // 7. the block of host ids
     match &l.userns {
         Some(a) => crate::userns::free(a, layout.root(), id),
         None => crate::userns::free_owned_by(layout.root(), id),
     }
-    // 7. the private bundle, the ledger with it
+    // 8. the private bundle, the ledger with it
     if let Err(e) = layout.remove_bundle(id) {
         tracing::warn!("container {id}: {e:#}");
     }

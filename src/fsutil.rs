@@ -225,7 +225,9 @@ struct OpenHow {
 pub const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
 /// `openat2` resolve flag: no symlinks at all.
 pub const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-/// `openat2` resolve flag: resolve as if `dir` were `/`.
+/// `openat2` resolve flag: never leave the starting directory.
+pub const RESOLVE_BENEATH: u64 = 0x08;
+/// `openat2` resolve flag: resolve as if the starting directory were `/`.
 pub const RESOLVE_IN_ROOT: u64 = 0x10;
 
 /// `openat2(dir, rel)` with open flags `flags` (plus `O_CLOEXEC`, and `O_NOCTTY` unless `O_PATH`)

@@ -9,7 +9,6 @@
 
 pub mod bundle;
 pub mod cgroups;
-pub mod charged;
 pub mod cli;
 pub mod commands;
 pub mod container;

@@ -91,6 +91,8 @@ pub struct StoreFacts {
     pub upper: Option<String>,
     /// The size of the tmpfs holding it, in bytes, on the host (`None`: no such tmpfs, or no size).
     pub store_bytes: Option<u64>,
+    /// Where the container's writes were made to land (from the probe).
+    pub expected: Option<crate::rootfs::Writes>,
 }
 
 /// The fields of `/proc/<pid>/status` verification needs.
@@ -169,6 +171,8 @@ pub struct Probe {
     pub paths: Vec<String>,
     /// Whether to read the egress filter of its network namespace back.
     pub egress_filter: bool,
+    /// Where the container's writes were made to land (`None`: its root is not judged).
+    pub writes: Option<crate::rootfs::Writes>,
 }
 
 impl Probe {
@@ -185,6 +189,7 @@ impl Probe {
             namespaces: required_namespaces(facts),
             paths,
             egress_filter: false,
+            writes: None,
         }
     }
 }
@@ -360,7 +365,10 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
             .map_err(|e| format!("/proc/{pid}/oom_score_adj: {e}"))
     });
     let store: Result<StoreFacts, String> = match &mounts {
-        Ok(m) => Ok(observe_store(m)),
+        Ok(m) => Ok(StoreFacts {
+            expected: probe.writes,
+            ..observe_store(m)
+        }),
         Err(e) => Err(e.clone()),
     };
     Observation {
@@ -411,6 +419,7 @@ fn observe_store(mounts: &[MountLine]) -> StoreFacts {
         root_source: root.source.clone(),
         upper,
         store_bytes,
+        expected: None,
     }
 }
 
@@ -425,27 +434,41 @@ fn parse_size_opt(v: &str) -> Option<u64> {
     n.parse::<u64>().ok().map(|x| x * mult)
 }
 
-/// The container's root is rloxsc's overlay, whose upper layer (everything the container writes
-/// outside its tmpfs and binds) is a store of a bounded size.
+/// The container's root is what create made it (docs/SPECIFICATION.md, `filesystem.writable`):
+/// for scratch, rloxsc's overlay over a store of a bounded size; for the client's layer, rloxsc's
+/// overlay (the read-only image below, the client's layer above); for the client's mount, not an
+/// overlay of rloxsc's.
 pub fn check_store(s: &StoreFacts) -> Vec<Failure> {
-    if s.root_fstype != "overlay" || !s.root_source.starts_with("rloxsc-") {
-        return vec![fail(
+    use crate::rootfs::Writes;
+    let Some(expected) = s.expected else {
+        return vec![];
+    };
+    let ours = s.root_fstype == "overlay" && s.root_source.starts_with("rloxsc-");
+    let wrong = |what: &str| {
+        vec![fail(
             keys::WRITABLE,
             format!(
-                "the container's root is a {} mount of {:?}, not rloxsc's overlay over its store",
+                "the container's root is a {} mount of {:?}, not {what}",
                 s.root_fstype, s.root_source
             ),
-        )];
-    }
-    match s.store_bytes {
-        Some(b) if b > 0 => vec![],
-        _ => vec![fail(
-            keys::WRITABLE,
-            format!(
-                "the container's store ({}) has no size limit on the host, or is not mounted in this mount namespace (rloxsc's verbs must share the one create ran in)",
-                s.upper.as_deref().unwrap_or("no upper layer")
-            ),
-        )],
+        )]
+    };
+    match expected {
+        Writes::Mount if ours => wrong("the client's rootfs mount"),
+        Writes::Mount => vec![],
+        Writes::Layer if ours && s.upper.is_some() => vec![],
+        Writes::Layer => wrong("rloxsc's overlay over the client's layer"),
+        Writes::Scratch if !ours => wrong("rloxsc's overlay over its store"),
+        Writes::Scratch => match s.store_bytes {
+            Some(b) if b > 0 => vec![],
+            _ => vec![fail(
+                keys::WRITABLE,
+                format!(
+                    "the container's store ({}) has no size limit on the host, or is not mounted in this mount namespace (rloxsc's verbs must share the one create ran in)",
+                    s.upper.as_deref().unwrap_or("no upper layer")
+                ),
+            )],
+        },
     }
 }
 
@@ -1405,17 +1428,20 @@ mod tests {
                 root_source: "rloxsc-x".into(),
                 upper: Some("/run/rloxsc-views/x/2-store/upper".into()),
                 store_bytes: Some(256 << 20),
+                expected: Some(crate::rootfs::Writes::Scratch),
             }),
         }
     }
 
     #[test]
-    fn the_root_is_rloxscs_overlay_over_a_bounded_store() {
+    fn the_root_is_what_create_made_it() {
+        use crate::rootfs::Writes;
         let good = StoreFacts {
             root_fstype: "overlay".into(),
             root_source: "rloxsc-x".into(),
             upper: Some("/u".into()),
             store_bytes: Some(1 << 20),
+            expected: Some(Writes::Scratch),
         };
         assert!(check_store(&good).is_empty());
         let unbounded = StoreFacts {
@@ -1426,9 +1452,32 @@ mod tests {
         let bare = StoreFacts {
             root_fstype: "ext4".into(),
             root_source: "/dev/vda".into(),
-            ..good
+            ..good.clone()
         };
         assert_eq!(check_store(&bare)[0].key, keys::WRITABLE);
+        // the client's layer: rloxsc's overlay, no store
+        let layer = StoreFacts {
+            store_bytes: None,
+            expected: Some(Writes::Layer),
+            ..good.clone()
+        };
+        assert!(check_store(&layer).is_empty());
+        assert!(!check_store(&StoreFacts {
+            expected: Some(Writes::Layer),
+            ..bare.clone()
+        })
+        .is_empty());
+        // the client's mount: never rloxsc's overlay (a scratch root where the client's was promised)
+        assert!(check_store(&StoreFacts {
+            expected: Some(Writes::Mount),
+            ..bare
+        })
+        .is_empty());
+        assert!(!check_store(&StoreFacts {
+            expected: Some(Writes::Mount),
+            ..good
+        })
+        .is_empty());
         assert_eq!(parse_size_opt("262144k"), Some(256 << 20));
         assert_eq!(parse_size_opt("4096"), Some(4096));
     }

@@ -456,6 +456,8 @@ fn a_clients_rootfs_is_the_containers_own_and_host_writes_become_its() {
     fs::write(&src, "nameserver 127.0.0.1\n").unwrap();
     let mut spec = base_spec(LONG_LIVED);
     spec["root"]["path"] = json!(root.merged);
+    // the client's writable layer, as Podman sends it
+    spec["root"]["readonly"] = json!(false);
     spec["mounts"].as_array_mut().unwrap().push(json!({
         "destination": "/etc/rxci-new/resolv.conf", "type": "bind", "source": src, "options": ["rbind", "ro"]
     }));

@@ -60,6 +60,8 @@ fn client_rootfs(env: &TestEnv) -> OverlayRoot {
 fn spec_on(rootfs: &Path, cwd: &str, script: &str) -> serde_json::Value {
     let mut spec = base_spec(&["sh", "-c", script]);
     spec["root"]["path"] = json!(rootfs);
+    // a client's writable layer, as Docker, Podman and containerd send it
+    spec["root"]["readonly"] = json!(false);
     spec["process"]["cwd"] = json!(cwd);
     spec["process"]["env"]
         .as_array_mut()

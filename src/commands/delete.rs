@@ -11,16 +11,6 @@ use crate::container;
 /// where the policy keeps records, and gives back everything it holds through the one release
 /// ([`crate::footprint::release`]), as a failed create does.
 pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
-    delete_until(ctx, id, force, None)
-}
-
-/// [`delete`] whose write-back of the container's store stops at `deadline` (`run --timeout`).
-pub fn delete_until(
-    ctx: &Context,
-    id: &str,
-    force: bool,
-    deadline: Option<std::time::Instant>,
-) -> Result<()> {
     container::validate_id(id)?;
     let dir = ctx.layout.container_dir(id);
     let has_state = dir.join("state.json").exists();
@@ -29,7 +19,7 @@ pub fn delete_until(
         // no libcontainer state: maybe a create killed halfway left rloxsc's bundle (its footprint)
         // or an empty dir; with --force, whatever a create killed before it wrote anything may hold
         if force {
-            release(ctx, id, deadline)?;
+            release(ctx, id)?;
             return Ok(());
         }
         if !leftovers {
@@ -89,14 +79,14 @@ pub fn delete_until(
         }
         Err(e) => return Err(e),
     }
-    release(ctx, id, deadline)
+    release(ctx, id)
 }
 
 /// The release, then a check that the container's cgroup is gone (a cgroup that still holds
 /// processes after SIGKILL is an error the caller must see).
-fn release(ctx: &Context, id: &str, deadline: Option<std::time::Instant>) -> Result<()> {
+fn release(ctx: &Context, id: &str) -> Result<()> {
     let cg = crate::footprint::placement(&ctx.layout, id);
-    crate::footprint::release(&ctx.layout, id, deadline);
+    crate::footprint::release(&ctx.layout, id);
     if let Some(cg) = cg {
         if cg.exists() && !cg.procs().is_empty() {
             bail!(

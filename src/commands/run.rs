@@ -110,11 +110,10 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
             );
         }
     }
-    // the cleanup (the write-back of the store included) is bounded by --timeout too, plus a second
-    let bound = extra.timeout.map(|t| t0 + t + Duration::from_secs(1));
+    // the cleanup does not grow with what the container wrote (nothing is written back)
     if extra.keep {
         tracing::debug!("run {id}: kept (--keep)");
-    } else if let Err(e) = super::delete::delete_until(ctx, &id, true, bound) {
+    } else if let Err(e) = super::delete::delete(ctx, &id, true) {
         tracing::warn!("container {id}: cleanup after run failed: {e:#}");
     }
     custodian.finish();

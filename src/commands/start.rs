@@ -46,7 +46,7 @@ pub fn start_checked(ctx: &Context, id: &str, reverify: bool) -> Result<()> {
         .pid()
         .ok_or_else(|| anyhow!("container {id:?} has no init process"))?
         .as_raw();
-    let guard = Guard::new(&ctx.layout, id, None);
+    let guard = Guard::new(&ctx.layout, id);
     // what a client copied in before the start is the container's
     crate::launch::adopt_client_writes(&ctx.layout, id)?;
     if reverify {
@@ -58,6 +58,9 @@ pub fn start_checked(ctx: &Context, id: &str, reverify: bool) -> Result<()> {
             &spec,
             &record.policy_in_force(),
             &verification_facts(),
+            crate::footprint::ledger_of(&ctx.layout, id)
+                .ok()
+                .and_then(|l| l.writes),
         )?;
     }
     // a start that fails leaves the container for the client to delete, as runc does

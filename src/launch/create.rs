@@ -385,15 +385,13 @@ fn filesystem(
     let rootfs_path = input.host.rootfs.clone();
     let mounts = crate::mountinfo::own()?;
     let source = crate::rootfs::layers::of(&rootfs_path, &mounts)?;
-    if source.is_clients() {
-        if let Some(other) = crate::rootfs::hostview::view_on(&rootfs_path) {
-            bail!(
-                "the rootfs {} already shows another rloxsc container's filesystem ({other}): two containers cannot share one client's rootfs (policy key {})",
-                rootfs_path.display(),
-                keys::ROOTFS
-            );
-        }
-    }
+    let caller_readonly = input
+        .caller_spec
+        .root()
+        .as_ref()
+        .and_then(|r| r.readonly())
+        .unwrap_or(false);
+    let writes = rootfs::writes_for(&source, caller_readonly, own_mapping.is_some());
     let views_dir = crate::views::dir_for(layout.root(), id);
     fp.record(|l| l.views = Some(views_dir.clone()))?;
     let mut views = crate::views::ViewDir::make(
@@ -412,11 +410,20 @@ fn filesystem(
         own_mapping,
         mapping,
         store: StoreSize::of_bytes(store_bytes),
+        caller_readonly,
+        keep_at: layout.bundle_dir(id).join("layer"),
         writable,
         targets,
         copyups,
     };
-    let made = rootfs::assemble(&req, &mut views, &token)?;
+    // the client's layer is in the ledger before it is acquired
+    let mut kept = None;
+    if let (rootfs::Writes::Layer, Source::Overlay { upper, .. }) = (writes, &source) {
+        let k = rootfs::layer::Kept::plan(upper, req.keep_at.clone(), &token)?;
+        fp.record(|l| l.layer = Some(k.clone()))?;
+    }
+    let made = rootfs::assemble(&req, &mut views, &token, &mut kept)?;
+    fp.record(|l| l.writes = Some(made.writes))?;
     for (p, why) in &made.skipped {
         tracing::info!(
             "container {id}: {} stays read-only: {why} (policy key {})",
@@ -440,50 +447,14 @@ fn filesystem(
     crate::views::prepare(&mut prepared, &mut views, bind_mapping, mapping)?;
     let lc = libcontainer_spec(&prepared, &made);
 
-    let client = source.is_clients();
-    if client {
-        let target = match &source {
-            Source::Overlay { upper, .. } => rootfs::commit::Target::Overlay {
-                upper: upper.clone(),
-            },
-            _ => rootfs::commit::Target::Plain {
-                dir: rootfs_path.clone(),
-            },
-        };
-        let size = req.store;
-        let commit = rootfs::commit::Commit {
-            store: made.store.clone(),
-            rootfs: rootfs_path.clone(),
-            target,
-            translate: own_mapping.map(|m| {
-                let (_, base, len) = m.uids[0];
-                rootfs::commit::Translate { base, len }
-            }),
-            paths: made
-                .writable
-                .iter()
-                .filter_map(|w| Some((w.dest.clone(), w.store_dir.clone()?)))
-                .collect(),
-            max_entries: size.inodes + 16,
-            max_bytes: size.bytes,
-        };
+    if made.writes == rootfs::Writes::Layer {
         fp.record(|l| {
-            l.commit = Some(commit);
             l.host_view = Some(HostView {
                 rootfs: rootfs_path.clone(),
                 tag: made.tag.clone(),
             });
         })?;
-        let inverse = own_mapping
-            .map(|m| rootfs::inverse_of(m).namespace())
-            .transpose()?;
-        rootfs::hostview::attach(
-            &rootfs_path,
-            &made.root,
-            &made.tag,
-            &made.writable,
-            inverse.as_ref(),
-        )?;
+        rootfs::hostview::attach(&rootfs_path, &made.root)?;
     }
     Ok((lc, made, views))
 }
@@ -513,7 +484,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     input.host.cgroup_driver = opts.cgroup_driver;
     layout.ensure()?;
     let mut fp = Footprint::begin(layout, id)?;
-    let guard = Guard::new(layout, id, opts.deadline);
+    let guard = Guard::new(layout, id);
     // the custodian bounds everything from here on (a child left at the deadline is killed) and
     // gives back what a killed foreground run holds; the create limit is the policy's (annotations
     // cannot change it), or the run's --timeout when that comes first
@@ -732,8 +703,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     })
 }
 
-/// Phase 6, completion: the store paths seeded with the image's content (charged to the
-/// container), the view directory emptied of what the container holds on its own now, what
+/// Phase 6, completion: the view directory emptied of what the container holds on its own now, what
 /// libcontainer leaves out, the terminal given to the process's user, the verification.
 fn complete(
     id: &str,
@@ -744,29 +714,16 @@ fn complete(
     (made, views): (&rootfs::Assembled, &crate::views::ViewDir),
     terminal_owner: Option<(u32, u32)>,
 ) -> Result<()> {
-    if made.writable.iter().any(|w| w.store_dir.is_some()) {
-        let cgroups = crate::cgroups::ProcessCgroups::of(pid)
-            .map(|cg| {
-                let mut dirs: Vec<PathBuf> = ["memory", "pids"]
-                    .iter()
-                    .filter_map(|c| cg.v1_dir(c))
-                    .collect();
-                dirs.extend(cg.v2_dir());
-                dirs
-            })
-            .unwrap_or_default();
-        crate::charged::run(&cgroups, None, || rootfs::seed(&made.root, &made.writable))
-            .with_context(|| format!("container {id:?}: cannot seed its writable paths"))?;
-    }
     complete_init(pid, spec)?;
     crate::network::contain(id, pid, spec, &record.policy, &record.policy.egress_allow)?;
     if let Some(o) = terminal_owner {
         super::give_terminal_to(pid, o);
     }
-    verify_init(id, pid, spec, &record.policy, host)?;
-    // the container's mount namespace holds its own copies of the views now; the store stays (the
-    // write-back at delete, the client's writes, and `start`'s verification read it)
-    views.detach_all_but(&[&made.store]);
+    verify_init(id, pid, spec, &record.policy, host, Some(made.writes))?;
+    // the container's mount namespace holds its own copies of the views now; a scratch store stays
+    // (`start`'s verification reads its size)
+    let keep: Vec<&Path> = made.store.iter().map(PathBuf::as_path).collect();
+    views.detach_all_but(&keep);
     Ok(())
 }
 
@@ -894,14 +851,14 @@ mod tests {
         ]));
         let made = rootfs::Assembled {
             root: "/v/1-root".into(),
-            store: "/v/2-store".into(),
+            writes: rootfs::Writes::Scratch,
+            store: Some("/v/2-store".into()),
+            layer: None,
             tag: "rloxsc-x".into(),
             idmapped: true,
             writable: vec![rootfs::Writable {
                 dest: "/tmp".into(),
-                kind: rootfs::WritableKind::Window,
                 source: "/v/3-w0-tmp".into(),
-                store_dir: None,
             }],
             skipped: vec![("/var/tmp".into(), "symlink".into())],
             copyups: vec![("/run".into(), "/v/4-c0".into())],

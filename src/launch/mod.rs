@@ -39,17 +39,15 @@ pub use wait::{exit_status, TerminalSession, Waiter};
 pub struct Guard<'a> {
     layout: &'a Layout,
     id: String,
-    deadline: Option<std::time::Instant>,
     armed: bool,
 }
 
 impl<'a> Guard<'a> {
-    /// A guard for container `id` under `layout`, whose release stops its write-back at `deadline`.
-    pub fn new(layout: &'a Layout, id: &str, deadline: Option<std::time::Instant>) -> Self {
+    /// A guard for container `id` under `layout`.
+    pub fn new(layout: &'a Layout, id: &str) -> Self {
         Guard {
             layout,
             id: id.to_string(),
-            deadline,
             armed: true,
         }
     }
@@ -63,7 +61,7 @@ impl<'a> Guard<'a> {
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
         if self.armed {
-            crate::footprint::release(self.layout, &self.id, self.deadline);
+            crate::footprint::release(self.layout, &self.id);
         }
     }
 }
@@ -126,8 +124,10 @@ pub fn verify_init(
     spec: &Spec,
     policy: &Policy,
     host: &HostFacts,
+    writes: Option<crate::rootfs::Writes>,
 ) -> Result<()> {
     let mut probe = Probe::for_spec(spec, host);
+    probe.writes = writes;
     probe.egress_filter = policy.network == crate::policy::NetworkMode::InboundOnly;
     let obs = verify::observe(pid, &probe);
     let failures = verify::judge(&obs, spec, policy, host);
@@ -219,34 +219,33 @@ fn failure_key(msg: &str, cause: &str) -> Option<&'static str> {
     })
 }
 
-/// Makes the files a client wrote into container `id`'s store from the host the container's own
+/// Makes the files a client wrote into container `id`'s layer from the host the container's own
 /// ([`crate::rootfs::adopt`]), before a process of the container starts (`start`, `exec`).
 pub fn adopt_client_writes(layout: &Layout, id: &str) -> Result<()> {
     let Ok(ledger) = crate::footprint::ledger_of(layout, id) else {
         return Ok(());
     };
-    let (Some(view), Some(c)) = (&ledger.host_view, &ledger.commit) else {
-        return Ok(());
-    };
-    let Some(t) = c.translate else {
-        return Ok(()); // the caller's own mapping: the client writes with the ids it means
+    let (Some(view), Some(kept), Some(alloc)) = (&ledger.host_view, &ledger.layer, &ledger.userns)
+    else {
+        return Ok(()); // the client's own layer with the caller's mapping, or scratch
     };
     if crate::rootfs::hostview::view_on(&view.rootfs).as_deref() != Some(view.tag.as_str()) {
         return Ok(()); // the view is gone (the container is being deleted)
     }
-    let mapping = crate::idmap::IdMap::block(t.base, t.len);
+    let mapping = crate::idmap::IdMap::block(alloc.base, crate::policy::BLOCK);
     let what =
         |e: anyhow::Error| anyhow!("cannot give the client's files to container {id:?}: {e:#}");
-    let mut n = crate::rootfs::adopt::adopt_through(&c.store.join("upper"), &view.rootfs, &mapping)
+    let upper = kept.open_upper().map_err(what)?;
+    let top = fsutil::openat2(
+        libc::AT_FDCWD,
+        &view.rootfs,
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+        0,
+    )
+    .map_err(|e| what(e.into()))?;
+    let n = crate::rootfs::adopt::adopt_through(&upper, &top, &mapping)
         .map_err(what)?
         .entries;
-    for (_, dir) in &c.paths {
-        if dir.is_dir() {
-            n += crate::rootfs::adopt::adopt(dir, &mapping)
-                .map_err(what)?
-                .entries;
-        }
-    }
     if n > 0 {
         tracing::debug!("container {id}: {n} entries a client wrote made the container's");
     }

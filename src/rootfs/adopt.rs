@@ -1,24 +1,24 @@
 //! Files a client writes into the container from the host (Docker's `docker cp` into a running
-//! container, through the container's root overlay attached on the client's rootfs) belong to the
-//! ids the client gave them: host root's, which the container's user namespace does not map. Under
-//! runc those ids *are* the container's. Before `start` and every `exec`, rloxsc gives each such
-//! entry of the store to the container's id of the same number (host id `h < 65536` the container's
-//! mapping lacks becomes the container's host id for `h`), so what the next process of the container
-//! reads there is its own. (Store paths on Linux 6.3+ need none of this: the client's view of them is
-//! idmapped.)
+//! container, through the container's root overlay attached on the client's rootfs; Podman 4.3's
+//! copy into a running container, through its windows) are written as host root, whom the
+//! container's user namespace does not map. The client's layer is idmapped with the host's writers
+//! ([`IdMap::with_host_writers`]): host id `h` lands there as disk id `65536+h`. Under runc those
+//! files *are* the container's. Before `start` and every `exec`, rloxsc gives each such entry of
+//! the client's layer to the container's id of the same number (disk id `h`, the id the client
+//! meant), so what the next process of the container reads there is its own.
 //!
-//! The root overlay's upper layer is changed *through the overlay* (the client's view of it): an
-//! overlay keeps the owner of each file it has looked up, so a change behind its back would not be
-//! seen by the container. A store path is a plain tmpfs the container mounts itself: changed directly.
+//! The entries are found in the client's upper layer (the clone kept from create: never reopened
+//! by a path) and changed *through the overlay* (the client's view of it): an overlay keeps the
+//! owner of each file it has looked up, so a change behind its back would not be seen by the
+//! container.
 //!
-//! Only ids the container's mapping lacks are changed: the container itself can create nothing with
-//! such an owner, so an entry it planted is never touched. Entries are changed by name relative to
-//! their directory's fd, never through a symlink. Linear in the store's entries.
+//! Only disk ids in the host writers' range are changed: the container itself can create nothing
+//! with such an owner, so an entry it planted is never touched. Entries are changed by name
+//! relative to their directory's fd, never through a symlink. Linear in the layer's entries.
 
-use std::os::fd::AsRawFd;
-use std::path::Path;
+use std::os::fd::{AsRawFd, OwnedFd};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::tree::{self, Kind};
 use crate::idmap::IdMap;
@@ -30,43 +30,26 @@ pub struct Adopted {
     pub entries: u64,
 }
 
-/// Gives every entry below `dir` (a directory of the store) owned by an id the container's
-/// `mapping` lacks to the container's id of the same number.
-pub fn adopt(dir: &Path, mapping: &IdMap) -> Result<Adopted> {
-    let top = tree::open_dir_at(
-        libc::AT_FDCWD,
-        &std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())?,
-    )
-    .with_context(|| format!("cannot open {}", dir.display()))?;
-    let mut out = Adopted::default();
-    walk_through(&top, &top, mapping, &mut out, 0)?;
-    Ok(out)
-}
-
-/// Gives every entry of the overlay upper layer `upper` owned by an id the container's `mapping`
-/// lacks to the container's id of the same number, changing it through `view` (the overlay itself,
-/// attached on the client's rootfs): found in the upper layer, changed by the same path in the view.
-pub fn adopt_through(upper: &Path, view: &Path, mapping: &IdMap) -> Result<Adopted> {
-    let open = |p: &Path| {
-        tree::open_dir_at(
-            libc::AT_FDCWD,
-            &std::ffi::CString::new(p.as_os_str().as_encoded_bytes())?,
-        )
-        .with_context(|| format!("cannot open {}", p.display()))
+/// Gives every entry of the client's upper layer (open at `upper`) that a host writer owns to the
+/// container's id of the same number (`mapping`: the container's), changing it through `view` (the
+/// overlay itself, attached on the client's rootfs): found in the upper layer, changed by the same
+/// path in the view.
+pub fn adopt_through(upper: &OwnedFd, view: &OwnedFd, mapping: &IdMap) -> Result<Adopted> {
+    let Some(writers) = mapping.with_host_writers() else {
+        return Ok(Adopted::default());
     };
-    let (u, v) = (open(upper)?, open(view)?);
     let mut out = Adopted::default();
-    walk_through(&u, &v, mapping, &mut out, 0)?;
+    walk_through(upper, view, mapping, &writers, &mut out, 0)?;
     Ok(out)
 }
 
-/// Gives each entry under `upper` that the container's mapping lacks to the container's id of the
-/// same number, changing it by name in `view`'s matching directory (the same directory, for a
-/// store path; the overlay's, for its upper layer).
+/// Gives each entry under `upper` that a host writer owns to the container's id of the same number,
+/// changing it by name in `view`'s matching directory.
 fn walk_through(
-    upper: &std::os::fd::OwnedFd,
-    view: &std::os::fd::OwnedFd,
+    upper: &OwnedFd,
+    view: &OwnedFd,
     mapping: &IdMap,
+    writers: &IdMap,
     out: &mut Adopted,
     depth: usize,
 ) -> Result<()> {
@@ -81,7 +64,7 @@ fn walk_through(
         if k == Kind::Whiteout {
             continue;
         }
-        if let Some((u, g)) = own(mapping, st.st_uid, st.st_gid) {
+        if let Some((u, g)) = own(mapping, writers, st.st_uid, st.st_gid) {
             // SAFETY: fchownat by name in the view's directory fd, never following a symlink
             let rc = unsafe {
                 libc::fchownat(
@@ -101,23 +84,27 @@ fn walk_through(
                 tree::open_dir_at(upper.as_raw_fd(), &name),
                 tree::open_dir_at(view.as_raw_fd(), &name),
             ) {
-                walk_through(&du, &dv, mapping, out, depth + 1)?;
+                walk_through(&du, &dv, mapping, writers, out, depth + 1)?;
             }
         }
     }
     Ok(())
 }
 
-fn own(mapping: &IdMap, uid: u32, gid: u32) -> Option<(u32, u32)> {
-    let u = match mapping.container_uid(uid) {
-        Some(_) => uid,
-        None => mapping.host_uid(uid)?,
-    };
-    let g = match mapping.container_gid(gid) {
-        Some(_) => gid,
-        None => mapping.host_gid(gid)?,
-    };
-    ((u, g) != (uid, gid)).then_some((u, g))
+/// The container's host ids for an entry whose disk ids are `uid`, `gid`, if a host writer owns it
+/// (either id); `None` for the container's own entries.
+fn own(mapping: &IdMap, writers: &IdMap, uid: u32, gid: u32) -> Option<(u32, u32)> {
+    let (wu, wg) = (
+        writers.host_writer(uid, true),
+        writers.host_writer(gid, false),
+    );
+    if wu.is_none() && wg.is_none() {
+        return None;
+    }
+    // the view shows the container's own disk id k as its host id
+    let u = mapping.host_uid(wu.unwrap_or(uid))?;
+    let g = mapping.host_gid(wg.unwrap_or(gid))?;
+    Some((u, g))
 }
 
 #[cfg(test)]
@@ -127,16 +114,13 @@ mod tests {
     const B: u32 = 1 << 30;
 
     #[test]
-    fn only_ids_the_container_lacks_are_given_to_it() {
+    fn only_entries_host_writers_own_are_given_to_the_container() {
         let m = IdMap::block(B, 65536);
-        assert_eq!(own(&m, 0, 0), Some((B, B)));
-        assert_eq!(own(&m, 1000, 0), Some((B + 1000, B)));
-        assert_eq!(own(&m, B + 3, B + 3), None, "the container's own");
-        assert_eq!(
-            own(&m, 70000, 70000),
-            None,
-            "no container id of that number"
-        );
-        assert_eq!(own(&m, B, 0), Some((B, B)));
+        let w = m.with_host_writers().unwrap();
+        assert_eq!(own(&m, &w, 65536, 65536), Some((B, B)), "host root's");
+        assert_eq!(own(&m, &w, 65536 + 1000, 65536), Some((B + 1000, B)));
+        assert_eq!(own(&m, &w, 1000, 65536), Some((B + 1000, B)), "group only");
+        assert_eq!(own(&m, &w, 0, 0), None, "the container's root's");
+        assert_eq!(own(&m, &w, 1000, 1000), None, "the container's own");
     }
 }

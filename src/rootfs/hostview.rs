@@ -1,23 +1,23 @@
 //! What a client sees of the container from the host. Docker's archive API (`docker cp`,
 //! `put_archive`/`get_archive`) and Podman's copy of a stopped container work on the rootfs in the
-//! host's mount namespace, not in the container's. On such a rootfs (a mount of its own) rloxsc
-//! attaches the container's root overlay itself on top of the client's mount: the very instance the
-//! container uses, so what the container writes the client reads at once, and what the client writes
-//! lands in the container's store. Each store path is attached above it too, idmapped with the
-//! inverse of the container's mapping (Linux 6.3+), so the client sees the container's ids as its
-//! own and what it writes as root belongs to the container's root.
+//! host's mount namespace, not in the container's. Where the container's root is rloxsc's overlay
+//! over the client's writable layer ([`super::Writes::Layer`]), rloxsc attaches that overlay itself
+//! on top of the client's mount while the container lives: the very instance the container uses,
+//! so what the container writes the client reads at once, and what the client writes lands in the
+//! client's layer through it (two overlay instances over one upper layer would each keep stale
+//! lookups of the other's changes). The client sees the container's files with the container's host
+//! ids there; in its layer they are stored with the ids it expects.
 //!
 //! One rootfs holds one container's view: a second create on it is refused, decided under a lock on
 //! the rootfs so that two concurrent creates cannot both pass. A view is detached only when the
 //! topmost mount at the rootfs carries this container's tag: never whatever else is mounted there.
 
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::Writable;
-use crate::fsutil::{openat2, RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS};
+use crate::fsutil::openat2;
 use crate::mountapi;
 use crate::policy::keys;
 
@@ -48,16 +48,8 @@ pub fn view_on(rootfs: &Path) -> Option<String> {
         .filter(|s| s.starts_with("rloxsc-"))
 }
 
-/// Attaches the root overlay at `root` (tag `tag`) on `rootfs`, and each store path of `writable`
-/// at its place in it (idmapped with `inverse`, the inverse of the container's mapping, when given
-/// and the kernel can; as it is otherwise, the client then seeing the container's host ids).
-pub fn attach(
-    rootfs: &Path,
-    root: &Path,
-    tag: &str,
-    writable: &[Writable],
-    inverse: Option<&OwnedFd>,
-) -> Result<()> {
+/// Attaches the root overlay at `root` on `rootfs` (its mounts carry the container's tag).
+pub fn attach(rootfs: &Path, root: &Path) -> Result<()> {
     let _lock = DirLock::take(rootfs)?;
     if let Some(other) = view_on(rootfs) {
         bail!(
@@ -68,38 +60,7 @@ pub fn attach(
     }
     let view = mountapi::clone_path(root, false)?;
     mountapi::set_attrs(&view, mountapi::ATTR_NOSUID | mountapi::ATTR_NODEV, false)?;
-    mountapi::attach(&view, rootfs)?;
-    let res = (|| -> Result<()> {
-        let top = openat2(libc::AT_FDCWD, rootfs, libc::O_PATH | libc::O_DIRECTORY, 0)?;
-        for w in writable {
-            let Some(dir) = &w.store_dir else { continue };
-            let c = mountapi::clone_path(dir, false)?;
-            if let Some(ns) = inverse {
-                if let Err(e) = mountapi::idmap(&c, ns, false) {
-                    tracing::warn!(
-                        "the client's view of {} cannot be idmapped ({e}; tmpfs needs Linux 6.3): the client sees the container's host ids there",
-                        w.dest.display()
-                    );
-                }
-            }
-            mountapi::set_attrs(&c, mountapi::ATTR_NOSUID | mountapi::ATTR_NODEV, false)?;
-            let rel: PathBuf = w.dest.strip_prefix("/").unwrap_or(&w.dest).to_path_buf();
-            let at = openat2(
-                top.as_raw_fd(),
-                &rel,
-                libc::O_PATH | libc::O_DIRECTORY,
-                RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-            )
-            .with_context(|| format!("cannot open {} in the client's view", w.dest.display()))?;
-            mountapi::attach_to_fd(&c, &at)?;
-        }
-        Ok(())
-    })();
-    if let Err(e) = res {
-        detach(rootfs, tag);
-        return Err(e);
-    }
-    Ok(())
+    mountapi::attach(&view, rootfs)
 }
 
 /// Detaches the view tagged `tag` from `rootfs` (with what is mounted on it), if it is the topmost

@@ -102,6 +102,14 @@ pub fn of(rootfs: &Path, mounts: &[Mount]) -> Result<Source> {
     let Some(m) = crate::mountinfo::top_at(mounts, rootfs) else {
         return Ok(Source::Directory);
     };
+    if let Some(other) = m.source.as_deref().filter(|s| s.starts_with("rloxsc-")) {
+        // another container's root attached for its client: never an image to stack again
+        bail!(
+            "the rootfs {} already shows another rloxsc container's filesystem ({other}): two containers cannot share one client's rootfs (policy key {})",
+            rootfs.display(),
+            keys::ROOTFS
+        );
+    }
     if m.fstype != "overlay" || m.root != "/" {
         return Ok(Source::OwnMount);
     }

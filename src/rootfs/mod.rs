@@ -1,34 +1,41 @@
 //! The container's filesystem: one model for every path class (docs/SPECIFICATION.md,
-//! `filesystem.*` rows; SECURITY.md "What the container may write").
+//! `filesystem.*` rows; SECURITY.md "What the container may write"). **The runtime writes nothing
+//! back**: the container's writes land where they belong as they are made, or are scratch.
 //!
-//! - **The root** is an overlay (`R`) that rloxsc mounts from outside: its lower layers are the
-//!   image's (a client's overlay layers, its upper layer included as the topmost lower, or a bundle's
-//!   rootfs directory), each idmapped onto the container's block of host ids where the kernel can
-//!   (overlayfs layers on Linux 5.19+, a directory on 5.12+), so the container's root owns the image's
-//!   files; its upper layer is the container's **store**: one tmpfs per container, sized by
-//!   `[limits] store` (never above half the container's memory limit), whose pages are
-//!   charged to the writing process's memory cgroup. Nothing of the image is copied at create; the
-//!   kernel copies a file up when the container first writes it.
-//! - The root is mounted **read-only** by libcontainer; what the container may write
+//! - **The root** is mounted **read-only** by libcontainer; what the container may write
 //!   (`filesystem.writable`: its workdir, HOME, `/tmp`, ...) are **writable paths**, each a bind of
-//!   `R`'s own subtree there (a *window*: its writes land in the store), or, on a client's rootfs on
-//!   a kernel that can idmap tmpfs (6.3+) when the image holds little there, a directory of the store
-//!   of its own seeded with the image's content (a *store path*), which the client's copy API sees
-//!   with the container's ids translated to its own.
+//!   the root's own subtree there (a *window*). What the root is depends on what the caller gave
+//!   ([`Writes`]):
+//!   - **[`Writes::Layer`]**, a client's overlay snapshot (Docker, Podman, containerd, CRI-O) with
+//!     `root.readonly` false: an overlay rloxsc mounts from outside whose lower layers are the
+//!     client's, idmapped onto the container's block of host ids, and whose upper layer is **the
+//!     client's own upper layer** ([`layer`]), idmapped so that the container's id `k` is stored as
+//!     `k` (the ids the client expects) and host root, overlayfs's own worker, as `65536`. The
+//!     container's writes land in the client's layer as they are made, as under runc; `docker cp`,
+//!     `docker commit`, `podman cp` and the CRI read the layer itself. [`hostview`] attaches the same
+//!     overlay on the client's rootfs while the container lives, so a client's copy in or out sees
+//!     what the container sees; what a client writes there as host root is given to the container
+//!     before its next process starts ([`adopt`]).
+//!   - **[`Writes::Mount`]**, where the client's rootfs mount can be used as it is (the caller brings
+//!     its own user namespace, which its storage follows; a mount of its own that is not an overlay,
+//!     idmapped where its filesystem can be; a client overlay on a kernel that cannot idmap overlayfs
+//!     layers): a clone of the client's mount, so the container writes into it as under runc.
+//!   - **[`Writes::Scratch`]**, where the caller gave no writable layer (a plain directory, or
+//!     `root.readonly: true`): an overlay of the image (idmapped) over the container's **store**, one
+//!     `nosuid,nodev` tmpfs sized by `[limits] store` (never above half the container's memory
+//!     limit), whose pages are charged to the writing process's memory cgroup; gone at delete, never
+//!     written into the rootfs or anything below it, and not shown on the rootfs.
 //! - **Mount targets** the image lacks (Docker's `/sbin/docker-init`, a bind to a new path under
-//!   `/usr`) are made in `R` from outside, so they land in the store, and the path stays read-only.
-//! - On a **client's rootfs** (a mount of its own) the client looks at the rootfs from the host:
-//!   [`hostview`] attaches `R` there too (the same instance, so what either side writes the other
-//!   sees at once), and at delete [`commit`] writes what the store holds into the client's own layer,
-//!   as runc would have left it (linear, holes and hard links kept, bounded by the store, charged to
-//!   the container, under the deadline). On a bundle directory the store is scratch, gone at delete.
+//!   `/usr`) are made in the root from outside (in the client's layer, as runc makes them; in the
+//!   store for scratch), and the path stays read-only.
 //!
-//! What rloxsc creates from outside belongs to the container's root. Every path the image controls
-//! is resolved inside `R` (`openat2` `RESOLVE_IN_ROOT`), never on the host.
+//! Nothing of the image is copied at create, and nothing at delete. What rloxsc creates from
+//! outside belongs to the container's root. Every path the image controls is resolved inside the
+//! root (`openat2` `RESOLVE_IN_ROOT`), never on the host.
 
 pub mod adopt;
-pub mod commit;
 pub mod hostview;
+pub mod layer;
 pub mod layers;
 pub mod tree;
 
@@ -44,11 +51,6 @@ use crate::mountapi;
 use crate::policy::keys;
 use crate::views::ViewDir;
 use layers::Source;
-
-/// Most entries of the image's content a store path is seeded with; more makes it a window.
-pub const SEED_ENTRIES: u64 = 4096;
-/// Most data bytes a store path is seeded with; more makes it a window.
-pub const SEED_BYTES: u64 = 16 << 20;
 
 /// The container's store: its size in bytes and inodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,8 +104,14 @@ pub struct Request<'a> {
     pub own_mapping: Option<&'a IdMap>,
     /// The container's mapping (rloxsc's or the caller's), for owners of what is created.
     pub mapping: &'a IdMap,
-    /// The store's size.
+    /// The store's size (for scratch).
     pub store: StoreSize,
+    /// Whether the caller asked for a read-only root (`root.readonly`): its rootfs is then no
+    /// writable layer, and the container's writes are scratch.
+    pub caller_readonly: bool,
+    /// Where the client's writable layer is kept attached for the container's life (in its state
+    /// directory: see [`layer`]).
+    pub keep_at: PathBuf,
     /// The writable paths.
     pub writable: Vec<WritableRequest>,
     /// Mount targets `(destination, is a file)` to make when the image lacks them.
@@ -112,26 +120,35 @@ pub struct Request<'a> {
     pub copyups: Vec<CopyupRequest>,
 }
 
-/// How a writable path is made.
+/// Where the container's writes land (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum WritableKind {
-    /// A bind of the root overlay's own subtree: writes land in the store's upper layer.
-    Window,
-    /// A directory of the store of its own, seeded with the image's content after create.
-    Store,
+pub enum Writes {
+    /// In the client's own writable layer, the upper layer of rloxsc's overlay.
+    Layer,
+    /// In the client's rootfs mount itself.
+    Mount,
+    /// In the container's store: bounded, charged to it, gone at delete.
+    Scratch,
 }
 
-/// A writable path as made.
+impl Writes {
+    /// How a record and `policy show` name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Writes::Layer => "client-layer",
+            Writes::Mount => "client-mount",
+            Writes::Scratch => "scratch",
+        }
+    }
+}
+
+/// A writable path as made: a bind of the root's own subtree there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Writable {
     /// Where it is inside the container.
     pub dest: PathBuf,
-    /// How.
-    pub kind: WritableKind,
     /// The bind source libcontainer mounts (in the view directory).
     pub source: PathBuf,
-    /// For a store path: its directory in the store (on the host).
-    pub store_dir: Option<PathBuf>,
 }
 
 /// What the rootfs phase made.
@@ -139,11 +156,15 @@ pub struct Writable {
 pub struct Assembled {
     /// The root overlay, attached in the view directory: the spec's root for libcontainer.
     pub root: PathBuf,
-    /// The store, attached in the view directory.
-    pub store: PathBuf,
+    /// Where the container's writes land.
+    pub writes: Writes,
+    /// The store, attached in the view directory (scratch only).
+    pub store: Option<PathBuf>,
+    /// The client's writable layer as kept ([`Writes::Layer`] only).
+    pub layer: Option<layer::Kept>,
     /// The source name the root overlay and the store carry in mountinfo.
     pub tag: String,
-    /// Whether the image's layers are idmapped (the container's root owns the image's files).
+    /// Whether the image's files are idmapped (the container's root owns them).
     pub idmapped: bool,
     /// The writable paths made.
     pub writable: Vec<Writable>,
@@ -379,7 +400,6 @@ fn make_store(views: &mut ViewDir, tag: &str, size: StoreSize, top: &OwnedFd) ->
     for (d, owner, mode) in [
         ("upper", (st.st_uid, st.st_gid), st.st_mode & 0o1777),
         ("work", (0, 0), 0o700),
-        ("paths", (0, 0), 0o711),
     ] {
         let p = store.join(d);
         std::fs::create_dir(&p).with_context(|| format!("cannot create {}", p.display()))?;
@@ -390,13 +410,19 @@ fn make_store(views: &mut ViewDir, tag: &str, size: StoreSize, top: &OwnedFd) ->
 }
 
 /// Mounts a `nosuid,nodev` overlay of the `lower` layers (overlayfs' `lowerdir=` list) at `target`,
-/// its upper layer and work directory `upper/` and `work/` of `dir`: no index, no redirects, no
-/// metacopy (features that would make the upper layer point into the lower ones).
-fn mount_overlay(tag: &str, target: &Path, lower: &str, dir: &Path) -> nix::Result<()> {
+/// its upper layer and work directory `upper` and `work`: no index, no redirects, no metacopy
+/// (features that would make the upper layer point into the lower ones).
+fn mount_overlay(
+    tag: &str,
+    target: &Path,
+    lower: &str,
+    upper: &Path,
+    work: &Path,
+) -> nix::Result<()> {
     let data = format!(
         "lowerdir={lower},upperdir={},workdir={},index=off,redirect_dir=off,metacopy=off",
-        dir.join("upper").display(),
-        dir.join("work").display()
+        upper.display(),
+        work.display()
     );
     nix::mount::mount(
         Some(tag),
@@ -407,15 +433,16 @@ fn mount_overlay(tag: &str, target: &Path, lower: &str, dir: &Path) -> nix::Resu
     )
 }
 
-/// Mounts the root overlay of `layers` (open at `fds`) over the store at `target`.
-fn mount_root(tag: &str, fds: &[OwnedFd], store: &Path, target: &Path) -> Result<()> {
+/// Mounts the root overlay of `layers` (open at `fds`) over `upper` (work directory `work`) at
+/// `target`.
+fn mount_root(tag: &str, fds: &[OwnedFd], upper: &Path, work: &Path, target: &Path) -> Result<()> {
     // the layers by fd (/proc/self/fd/N): short, whatever their paths, so that even an image of
     // many layers fits in the page mount(2) takes
     let lower: Vec<String> = fds
         .iter()
         .map(|f| format!("/proc/self/fd/{}", f.as_raw_fd()))
         .collect();
-    mount_overlay(tag, target, &lower.join(":"), store).map_err(|e| {
+    mount_overlay(tag, target, &lower.join(":"), upper, work).map_err(|e| {
         anyhow!(
             "cannot mount the container's root overlay: {e} (overlayfs over the image's layers; policy key {})",
             keys::ROOTFS
@@ -423,22 +450,134 @@ fn mount_root(tag: &str, fds: &[OwnedFd], store: &Path, target: &Path) -> Result
     })
 }
 
-/// Whether this kernel can idmap a tmpfs (Linux 6.3): tried on a clone of the store.
-fn tmpfs_idmaps(store: &Path, ns: &OwnedFd) -> bool {
-    mountapi::clone_path(store, false)
-        .map(|c| mountapi::idmap(&c, ns, false).is_ok())
-        .unwrap_or(false)
+/// Where the container's writes land for `req` (see the module documentation); for a client's
+/// overlay, [`Writes::Layer`] is the choice, and [`assemble`] falls back to [`Writes::Mount`]
+/// where the kernel cannot idmap its layers.
+pub fn writes_for(source: &Source, caller_readonly: bool, own_mapping: bool) -> Writes {
+    match source {
+        Source::Directory => Writes::Scratch,
+        _ if caller_readonly => Writes::Scratch,
+        Source::Overlay { .. } if own_mapping => Writes::Layer,
+        _ => Writes::Mount,
+    }
+}
+
+/// The root of [`Writes::Scratch`]: the image's layers (idmapped) over a store. Returns the root's
+/// path, the store's and whether the layers are idmapped.
+fn scratch_root(req: &Request, views: &mut ViewDir, tag: &str) -> Result<(PathBuf, PathBuf, bool)> {
+    let layers = req.source.image_layers(req.rootfs);
+    let (fds, idmapped) = stack_layers(&layers, req.own_mapping, views)?;
+    let store = make_store(views, tag, req.store, &fds[0])?;
+    let root = views.entry("root", false)?;
+    mount_root(tag, &fds, &store.join("upper"), &store.join("work"), &root)?;
+    Ok((root, store, idmapped))
+}
+
+/// The root of [`Writes::Layer`]: the client's lower layers (idmapped) over its own upper layer
+/// (idmapped with the host's writers, see [`IdMap::with_host_writers`]). `None` (nothing acquired
+/// but what `views` and the ledger hold) where the kernel cannot idmap the layers.
+fn layer_root(
+    req: &Request,
+    views: &mut ViewDir,
+    tag: &str,
+    token: &str,
+    kept: &mut Option<layer::Kept>,
+) -> Result<Option<PathBuf>> {
+    let Source::Overlay { lowers, upper } = req.source else {
+        bail!("not a client's overlay");
+    };
+    let Some(mapping) = req.own_mapping else {
+        return Ok(None);
+    };
+    let writers = mapping.with_host_writers().ok_or_else(|| {
+        anyhow!(
+            "the container's id mapping is not one block from id 0 (policy key {})",
+            keys::USERNS
+        )
+    })?;
+    for l in lowers {
+        crate::trust::require_root_only(l, "client's image layer")?;
+    }
+    let (fds, idmapped) = stack_layers(lowers, Some(mapping), views)?;
+    if !idmapped {
+        return Ok(None);
+    }
+    let k = layer::Kept::plan(upper, req.keep_at.clone(), token)?;
+    *kept = Some(k.clone());
+    let dir = k.acquire()?;
+    let c = mountapi::clone_fd(&dir)?;
+    drop(dir);
+    mountapi::set_attrs(&c, mountapi::ATTR_NOSUID | mountapi::ATTR_NODEV, false)?;
+    if let Err(e) = mountapi::idmap(&c, &writers.namespace()?, false) {
+        tracing::warn!(
+            "the client's writable layer {} cannot be idmapped ({e}; its filesystem does not allow it): the container's writes go into it as the client's rootfs mount takes them (policy key {})",
+            upper.display(),
+            keys::USERNS
+        );
+        return Ok(None);
+    }
+    let u = views.add(&c, "u", false)?;
+    let root = views.entry("root", false)?;
+    mount_root(tag, &fds, &u.join(&k.upper), &u.join(&k.work), &root)?;
+    Ok(Some(root))
+}
+
+/// The root of [`Writes::Mount`]: a clone of the client's rootfs mount, idmapped onto the
+/// container's block (with the host's writers) where the container has rloxsc's mapping and the
+/// filesystem allows it. Returns the root's path and whether it is idmapped.
+fn mount_root_clone(req: &Request, views: &mut ViewDir) -> Result<(PathBuf, bool)> {
+    let c = mountapi::clone_path(req.rootfs, false)?;
+    mountapi::set_attrs(&c, mountapi::ATTR_NOSUID | mountapi::ATTR_NODEV, false)?;
+    let mut idmapped = false;
+    if let Some(m) = req.own_mapping {
+        if matches!(req.source, Source::Overlay { .. }) {
+            tracing::warn!(
+                "the client's overlay layers cannot be idmapped on this kernel (Linux 5.19+): the image's files show as nobody's inside, and the container's writes are stored with its host ids (policy key {})",
+                keys::USERNS
+            );
+        } else if let Some(w) = m.with_host_writers() {
+            match mountapi::idmap(&c, &w.namespace()?, false) {
+                Ok(()) => idmapped = true,
+                Err(e) => tracing::warn!(
+                    "the rootfs {} cannot be idmapped ({e}): its files show as nobody's inside (policy key {})",
+                    req.rootfs.display(),
+                    keys::USERNS
+                ),
+            }
+        }
+    }
+    Ok((
+        views.add(&c, "root", false)?,
+        idmapped || req.own_mapping.is_none(),
+    ))
 }
 
 /// Builds the container's root (see the module documentation) in `views`, with token `token`.
-pub fn assemble(req: &Request, views: &mut ViewDir, token: &str) -> Result<Assembled> {
+/// `kept` is set before the client's layer is acquired, for the caller's ledger.
+pub fn assemble(
+    req: &Request,
+    views: &mut ViewDir,
+    token: &str,
+    kept: &mut Option<layer::Kept>,
+) -> Result<Assembled> {
     let tag = tag_of(token);
-    let layers = req.source.image_layers(req.rootfs);
-    let (fds, idmapped) = stack_layers(&layers, req.own_mapping, views)?;
-    let store = make_store(views, &tag, req.store, &fds[0])?;
-    let root = views.entry("root", false)?;
-    mount_root(&tag, &fds, &store, &root)?;
-    drop(fds);
+    let mut writes = writes_for(req.source, req.caller_readonly, req.own_mapping.is_some());
+    let mut store = None;
+    let (root, idmapped) = match writes {
+        Writes::Scratch => {
+            let (root, st, idmapped) = scratch_root(req, views, &tag)?;
+            store = Some(st);
+            (root, idmapped)
+        }
+        Writes::Layer => match layer_root(req, views, &tag, token, kept)? {
+            Some(root) => (root, true),
+            None => {
+                writes = Writes::Mount;
+                mount_root_clone(req, views)?
+            }
+        },
+        Writes::Mount => mount_root_clone(req, views)?,
+    };
     let rootfd = open_root(&root)?;
     let owner_of = |(u, g): (u32, u32)| {
         (
@@ -448,21 +587,12 @@ pub fn assemble(req: &Request, views: &mut ViewDir, token: &str) -> Result<Assem
     };
     let root_owner = owner_of((0, 0));
 
-    // mount targets the image lacks, made in the store (as runc makes them in the rootfs)
+    // mount targets the image lacks, made in the root (as runc makes them in the rootfs)
     for (dest, file) in &req.targets {
         ensure_in_root(&rootfd, dest, *file, 0o755, root_owner, false)?;
     }
 
-    // the writable paths: a window onto the root's subtree, or (a client's rootfs whose copy API
-    // then sees the container's ids as its own) a store path of their own
-    let inverse_ok = req.source.is_clients()
-        && match req.own_mapping {
-            Some(m) => inverse_of(m)
-                .namespace()
-                .map(|ns| tmpfs_idmaps(&store, &ns))
-                .unwrap_or(false),
-            None => false,
-        };
+    // the writable paths: windows onto the root's subtree
     let mut writable = Vec::new();
     let mut skipped = Vec::new();
     for (i, w) in req.writable.iter().enumerate() {
@@ -489,49 +619,17 @@ pub fn assemble(req: &Request, views: &mut ViewDir, token: &str) -> Result<Assem
             ));
             continue;
         }
-        let small = inverse_ok && {
-            let d = resolve(&rootfd, &w.dest, true, libc::O_RDONLY | libc::O_DIRECTORY)?;
-            tree::measure(
-                &d,
-                tree::Bounds {
-                    entries: SEED_ENTRIES,
-                    bytes: SEED_BYTES,
-                    deadline: None,
-                },
-            )
-            .is_ok()
-        };
         let name = w
             .dest
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "root".into());
-        if small {
-            let dir = store.join("paths").join(i.to_string());
-            std::fs::create_dir(&dir)?;
-            std::os::unix::fs::chown(&dir, Some(st.st_uid), Some(st.st_gid))?;
-            std::fs::set_permissions(
-                &dir,
-                std::os::unix::fs::PermissionsExt::from_mode(st.st_mode & 0o1777),
-            )?;
-            let c = mountapi::clone_path(&dir, false)?;
-            let source = views.add(&c, &format!("s{i}-{name}"), false)?;
-            writable.push(Writable {
-                dest: w.dest.clone(),
-                kind: WritableKind::Store,
-                source,
-                store_dir: Some(dir),
-            });
-        } else {
-            let c = mountapi::clone_fd(&fd)?;
-            let source = views.add(&c, &format!("w{i}-{name}"), false)?;
-            writable.push(Writable {
-                dest: w.dest.clone(),
-                kind: WritableKind::Window,
-                source,
-                store_dir: None,
-            });
-        }
+        let c = mountapi::clone_fd(&fd)?;
+        let source = views.add(&c, &format!("w{i}-{name}"), false)?;
+        writable.push(Writable {
+            dest: w.dest.clone(),
+            source,
+        });
     }
 
     // the caller's tmpcopyup tmpfs: its own tmpfs as the upper layer of an overlay whose lower is
@@ -574,7 +672,14 @@ pub fn assemble(req: &Request, views: &mut ViewDir, token: &str) -> Result<Assem
             std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(mode))?;
         }
         let target = views.entry(&format!("c{i}"), false)?;
-        mount_overlay(&tag, &target, &lower.display().to_string(), &t).map_err(|e| {
+        mount_overlay(
+            &tag,
+            &target,
+            &lower.display().to_string(),
+            &t.join("upper"),
+            &t.join("work"),
+        )
+        .map_err(|e| {
             anyhow!(
                 "cannot make the tmpcopyup mount {}: {e} (policy key {})",
                 c.dest.display(),
@@ -586,54 +691,15 @@ pub fn assemble(req: &Request, views: &mut ViewDir, token: &str) -> Result<Assem
 
     Ok(Assembled {
         root,
+        writes,
         store,
+        layer: kept.clone(),
         tag,
         idmapped,
         writable,
         skipped,
         copyups,
     })
-}
-
-/// The inverse of a container's mapping (host ids as the ids inside, its ids as the ids outside):
-/// an idmapped mount with it shows files the container's host ids own as the container's own ids,
-/// and stores what a host-side writer makes as the container's host ids.
-pub fn inverse_of(m: &IdMap) -> IdMap {
-    let inv = |v: &[(u32, u32, u32)]| v.iter().map(|(c, h, n)| (*h, *c, *n)).collect();
-    IdMap {
-        uids: inv(&m.uids),
-        gids: inv(&m.gids),
-    }
-}
-
-/// Copies the image's content into each store path (after libcontainer created the container,
-/// before it starts). Bounded by [`SEED_ENTRIES`] and [`SEED_BYTES`] per path.
-pub fn seed(root: &Path, writable: &[Writable]) -> Result<()> {
-    let rootfd = open_root(root)?;
-    for w in writable.iter().filter(|w| w.kind == WritableKind::Store) {
-        let Some(dir) = &w.store_dir else { continue };
-        let from = resolve(&rootfd, &w.dest, true, libc::O_RDONLY | libc::O_DIRECTORY)
-            .with_context(|| format!("cannot open the image's {}", w.dest.display()))?;
-        let to = openat2(
-            libc::AT_FDCWD,
-            dir,
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-            0,
-        )?;
-        let mut budget = tree::Budget::new(tree::Bounds {
-            entries: SEED_ENTRIES,
-            bytes: SEED_BYTES,
-            deadline: None,
-        });
-        tree::copy_tree(&from, &to, &mut budget).map_err(|e| {
-            anyhow!(
-                "cannot copy the image's {} into its writable path: {e} (policy key {})",
-                w.dest.display(),
-                keys::WRITABLE
-            )
-        })?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -691,9 +757,24 @@ mod tests {
     }
 
     #[test]
-    fn the_inverse_mapping_shows_host_ids_as_the_containers() {
-        let m = IdMap::block(1 << 30, 65536);
-        let inv = inverse_of(&m);
-        assert_eq!(inv.uids, vec![(1 << 30, 0, 65536)]);
+    fn writes_land_in_the_clients_layer_only_where_it_gave_one() {
+        let overlay = Source::Overlay {
+            lowers: vec!["/l".into()],
+            upper: "/u".into(),
+        };
+        assert_eq!(writes_for(&overlay, false, true), Writes::Layer);
+        assert_eq!(
+            writes_for(&overlay, true, true),
+            Writes::Scratch,
+            "root.readonly"
+        );
+        assert_eq!(
+            writes_for(&overlay, false, false),
+            Writes::Mount,
+            "the caller's userns"
+        );
+        assert_eq!(writes_for(&Source::OwnMount, false, true), Writes::Mount);
+        assert_eq!(writes_for(&Source::OwnMount, true, true), Writes::Scratch);
+        assert_eq!(writes_for(&Source::Directory, false, true), Writes::Scratch);
     }
 }

@@ -31,6 +31,7 @@ env-workdir d_env_workdir
 cp d_cp
 cp-writable-paths d_cp_writable
 workdir-output-after-exit d_workdir_after_exit
+layer-commit-and-copy-after-exit d_layer_commit
 bind-mount d_bind_mount
 named-volume d_named_volume
 init d_init
@@ -292,6 +293,26 @@ d_workdir_after_exit() {
     assert_match "result copied out after exit" '^result-[0-9]+$' "$(cat "$W/wdexit.txt")"
     ok "$D" cp "$n:/tmp/t.txt" "$W/wdexit-tmp.txt"
     assert_eq "/tmp file copied out after exit" t "$(cat "$W/wdexit-tmp.txt")"
+}
+
+# the container's writes are in Docker's own layer as they are made, with Docker's ids: `docker diff`
+# lists them while it runs, what was copied in while it ran is there after it exited, and
+# `docker commit` makes an image of them that a runc container reads as its own
+d_layer_commit() {
+    d_start lcommit -w /work
+    echo "in-$$" >"$W/lc-in.txt"
+    ok "$D" cp "$W/lc-in.txt" "$CID:/work/in.txt"
+    ok "$D" exec "$CID" sh -c 'echo made > /work/made.txt && touch /work/u.txt && chown 1000:1000 /work/u.txt && echo t > /tmp/t.txt'
+    ok "$D" diff "$CID"
+    assert_match "docker diff lists the container's write" 'A /work/made.txt' "$OUT"
+    ok "$D" stop -t 1 "$CID"
+    ok "$D" cp "$CID:/work/in.txt" "$W/lc-in-out.txt"
+    assert_eq "copied-in file there after exit" "in-$$" "$(cat "$W/lc-in-out.txt")"
+    local img="rxci-commit-$$"
+    on_exit "$D" rmi -f "$img"
+    ok "$D" commit "$CID" "$img"
+    ok "$D" run --rm --pull=never --runtime=runc --network=none "$img" sh -c 'cat /work/made.txt /work/in.txt /tmp/t.txt; stat -c "%u %g" /work/made.txt /work/u.txt /work/in.txt'
+    assert_eq "committed image under runc" "made;in-$$;t;0 0;1000 1000;0 0" "$(printf '%s\n' "$OUT" | tr '\n' ';' | sed 's/;$//')"
 }
 
 d_bind_mount() {
