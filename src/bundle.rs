@@ -175,8 +175,10 @@ impl Layout {
         let dir = self.bundle_dir(id);
         // never through a mount below it (the client's layer kept there): remove_dir_all would
         // empty it
+        // (mountinfo names the canonical path: /run, not the /var/run a client may give as --root)
+        let canonical = fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
         if let Ok(mounts) = crate::mountinfo::own() {
-            if let Some(m) = mounts.iter().find(|m| m.point.starts_with(&dir)) {
+            if let Some(m) = mounts.iter().find(|m| m.point.starts_with(&canonical)) {
                 anyhow::bail!(
                     "cannot remove {}: {} is still mounted there",
                     dir.display(),

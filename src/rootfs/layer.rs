@@ -138,11 +138,14 @@ impl Kept {
         .with_context(|| format!("cannot open the kept {}", self.client_upper.display()))
     }
 
-    /// Whether the clone is still attached at `self.at`.
+    /// Whether a mount is attached at `self.at` (the root of a mount there: whatever the path
+    /// `self.at` goes through, `/var/run` or `/run`).
     fn attached(&self) -> bool {
-        crate::mountinfo::own()
-            .ok()
-            .is_some_and(|m| crate::mountinfo::top_at(&m, &self.at).is_some())
+        let Ok(c) = mountapi::cstr(&self.at) else {
+            return false;
+        };
+        crate::fsutil::statx_attributes(&c, libc::AT_SYMLINK_NOFOLLOW)
+            .is_some_and(|(attrs, _)| attrs & libc::STATX_ATTR_MOUNT_ROOT as u64 != 0)
     }
 
     /// Removes the work directory and detaches the clone (each only if there). Touches nothing

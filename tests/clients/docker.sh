@@ -311,7 +311,7 @@ d_layer_commit() {
     local img="rxci-commit-$$"
     on_exit "$D" rmi -f "$img"
     ok "$D" commit "$CID" "$img"
-    ok "$D" run --rm --pull=never --runtime=runc --network=none "$img" sh -c 'cat /work/made.txt /work/in.txt /tmp/t.txt; stat -c "%u %g" /work/made.txt /work/u.txt /work/in.txt'
+    ok "$D" run --rm --pull=never --runtime=rxrunc --network=none "$img" sh -c 'cat /work/made.txt /work/in.txt /tmp/t.txt; stat -c "%u %g" /work/made.txt /work/u.txt /work/in.txt'
     assert_eq "committed image under runc" "made;in-$$;t;0 0;1000 1000;0 0" "$(printf '%s\n' "$OUT" | tr '\n' ';' | sed 's/;$//')"
 }
 

@@ -370,7 +370,8 @@ rx_ensure_dockerd() {
         rx_note "a dockerd not started by this suite is running without runtime rloxsc -> $RLOXSC"; return 1
     fi
     mkdir -p "$W/docker"
-    jq --arg p "$RLOXSC" '.runtimes.rloxsc.path = $p
+    # runc registered by path too (this containerd has none on its PATH), for controls
+    jq --arg p "$RLOXSC" '.runtimes.rloxsc.path = $p | .runtimes.rxrunc.path = "/usr/sbin/runc"
         | .containerd = "/run/containerd/containerd.sock" | ."storage-driver" = "overlay2"
         | .bridge = "none" | .iptables = false | .ip6tables = false | ."ip-forward" = false | ."ip-masq" = false
         | ."exec-opts" = ["native.cgroupdriver=cgroupfs"]' \
