@@ -225,8 +225,11 @@ for r in rloxsc rloxsc-reexec runc crun; do mk_bundles "$r" "$BASE/runc-spec.jso
 [ -n "$BASELINE" ] && mk_bundles rloxsc-base "$BASE/runc-spec.json"
 
 # crun+h: the spec rloxsc's create hands libcontainer for the same bundle (read back from its
-# private bundle), without rloxsc's own mount marker, plus an OCI seccomp profile allowing the
-# syscalls of rloxsc's allowlist (names only: its argument conditions are left out)
+# private bundle), plus an OCI seccomp profile allowing the syscalls of rloxsc's allowlist (names
+# only: its argument conditions are left out). rloxsc's writable paths (binds of its root overlay,
+# marked, whose views exist only inside an rloxsc create) become scratch tmpfs of the store's size:
+# crun+h gets the same bounded scratch, not rloxsc's overlay and idmapped layers (crun cannot
+# idmap a root); a spec crun cannot run fails the bench (below), never silently drops the anchor
 make_hardened_spec() {
     local st prof
     st=$(state_of rloxsc)
@@ -245,7 +248,10 @@ make_hardened_spec() {
           syscalls: [{names: ., action: "SCMP_ACT_ALLOW"}]}')
     [ "$(jq '.syscalls[0].names | length' <<<"$prof")" -gt 100 ] || return 1
     jq --argjson prof "$prof" \
-        '.mounts |= map(.options |= (if . then map(select(. != "x-rloxsc-writable")) else . end))
+        '.mounts |= map(if ((.options // []) | index("x-rloxsc-writable"))
+                then {destination: .destination, type: "tmpfs", source: "tmpfs",
+                      options: ["nosuid", "nodev", "mode=1777", "size=256m"]}
+                else . end)
          | .linux.seccomp = $prof' "$TMP/hardened-raw.json" >"$TMP/hardened-spec.json"
 }
 
