@@ -510,7 +510,8 @@ fn the_client_sees_and_writes_where_its_copy_api_looks() {
     let spec = spec_on(
         &root.merged,
         "/sandbox",
-        "echo from-ctr > /sandbox/out.txt; mkdir -p /tmp/plots; echo png > /tmp/plots/p.png; sleep 100",
+        "echo from-ctr > /sandbox/out.txt; mkdir -p /tmp/plots; echo png > /tmp/plots/p.png; \
+         while [ ! -s /tmp/cmd.json ]; do sleep 0.1; done; cat /tmp/cmd.json > /sandbox/got 2>&1; sleep 100",
     );
     let c = env.start_container(&spec);
     let host = |p: &str| root.merged.join(p);
@@ -521,6 +522,23 @@ fn the_client_sees_and_writes_where_its_copy_api_looks() {
     assert_eq!(
         fs::read_to_string(host("sandbox/out.txt")).unwrap(),
         "from-ctr\n"
+    );
+    // a long-lived process of the container reads what the client copies into /tmp (empty in the
+    // image: the client's layer's own directory) as its own at once, with no exec in between
+    // (llm-sandbox's interactive runner polls for its command files)
+    fs::write(host("tmp/cmd.json.part"), "{\"code\": 1}\n").unwrap();
+    fs::set_permissions(host("tmp/cmd.json.part"), fs::Permissions::from_mode(0o600)).unwrap();
+    fs::rename(host("tmp/cmd.json.part"), host("tmp/cmd.json")).unwrap();
+    assert!(
+        poll_until(Duration::from_secs(10), || fs::read_to_string(host(
+            "sandbox/got"
+        ))
+        .is_ok_and(|s| !s.is_empty())),
+        "the container's process never read the client's file"
+    );
+    assert_eq!(
+        fs::read_to_string(host("sandbox/got")).unwrap(),
+        "{\"code\": 1}\n"
     );
     for p in ["sandbox/code.py", "tmp/in.json", "etc/hostfile"] {
         fs::write(host(p), "print(1)\n").unwrap();

@@ -454,7 +454,7 @@ fn filesystem(
                 tag: made.tag.clone(),
             });
         })?;
-        rootfs::hostview::attach(&rootfs_path, &made.root)?;
+        rootfs::hostview::attach(&rootfs_path, &made.root, &made.tag, &made.writable)?;
     }
     Ok((lc, made, views))
 }
@@ -859,6 +859,7 @@ mod tests {
             writable: vec![rootfs::Writable {
                 dest: "/tmp".into(),
                 source: "/v/3-w0-tmp".into(),
+                host: None,
             }],
             skipped: vec![("/var/tmp".into(), "symlink".into())],
             copyups: vec![("/run".into(), "/v/4-c0".into())],

@@ -10,7 +10,9 @@
 //! The entries are found in the client's upper layer (the clone kept from create: never reopened
 //! by a path) and changed *through the overlay* (the client's view of it): an overlay keeps the
 //! owner of each file it has looked up, so a change behind its back would not be seen by the
-//! container.
+//! container. Under a direct path (a directory of the client's layer the container has itself,
+//! no overlay between) the client's view is that directory with the ids as stored, and the entry
+//! is changed there to the id the client meant.
 //!
 //! Only disk ids in the host writers' range are changed: the container itself can create nothing
 //! with such an owner, so an entry it planted is never touched. Entries are changed by name
@@ -56,6 +58,11 @@ fn walk_through(
     if depth > tree::MAX_DEPTH {
         return Ok(());
     }
+    // through the overlay, the container's host ids; through a direct path's own directory (not
+    // an overlay: the client's view of it keeps the ids as stored), the ids as stored
+    let through_overlay = nix::sys::statfs::fstatfs(view)
+        .map(|f| f.filesystem_type() == nix::sys::statfs::OVERLAYFS_SUPER_MAGIC)
+        .unwrap_or(true);
     for name in tree::names_in(upper)? {
         let Ok(st) = tree::lstat_at(upper.as_raw_fd(), &name) else {
             continue;
@@ -64,7 +71,22 @@ fn walk_through(
         if k == Kind::Whiteout {
             continue;
         }
-        if let Some((u, g)) = own(mapping, writers, st.st_uid, st.st_gid) {
+        let to = own(mapping, writers, st.st_uid, st.st_gid).map(|(u, g)| {
+            if through_overlay {
+                (u, g)
+            } else {
+                let disk = |h: u32, uid: bool| {
+                    let c = if uid {
+                        mapping.container_uid(h)
+                    } else {
+                        mapping.container_gid(h)
+                    };
+                    c.unwrap_or(h)
+                };
+                (disk(u, true), disk(g, false))
+            }
+        });
+        if let Some((u, g)) = to {
             // SAFETY: fchownat by name in the view's directory fd, never following a symlink
             let rc = unsafe {
                 libc::fchownat(

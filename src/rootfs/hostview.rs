@@ -17,7 +17,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::fsutil::openat2;
+use super::Writable;
+use crate::fsutil::{openat2, RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS};
 use crate::mountapi;
 use crate::policy::keys;
 
@@ -48,8 +49,9 @@ pub fn view_on(rootfs: &Path) -> Option<String> {
         .filter(|s| s.starts_with("rloxsc-"))
 }
 
-/// Attaches the root overlay at `root` on `rootfs` (its mounts carry the container's tag).
-pub fn attach(rootfs: &Path, root: &Path) -> Result<()> {
+/// Attaches the root overlay at `root` (tagged `tag`) on `rootfs`, and each direct writable path of
+/// `writable` at its place in it.
+pub fn attach(rootfs: &Path, root: &Path, tag: &str, writable: &[Writable]) -> Result<()> {
     let _lock = DirLock::take(rootfs)?;
     if let Some(other) = view_on(rootfs) {
         bail!(
@@ -60,7 +62,29 @@ pub fn attach(rootfs: &Path, root: &Path) -> Result<()> {
     }
     let view = mountapi::clone_path(root, false)?;
     mountapi::set_attrs(&view, mountapi::ATTR_NOSUID | mountapi::ATTR_NODEV, false)?;
-    mountapi::attach(&view, rootfs)
+    mountapi::attach(&view, rootfs)?;
+    let res = (|| -> Result<()> {
+        let top = openat2(libc::AT_FDCWD, rootfs, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+        for w in writable {
+            let Some(host) = &w.host else { continue };
+            let c = mountapi::clone_path(host, false)?;
+            let rel: std::path::PathBuf = w.dest.strip_prefix("/").unwrap_or(&w.dest).into();
+            let at = openat2(
+                top.as_raw_fd(),
+                &rel,
+                libc::O_PATH | libc::O_DIRECTORY,
+                RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+            )
+            .with_context(|| format!("cannot open {} in the client's view", w.dest.display()))?;
+            mountapi::attach_to_fd(&c, &at)?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = res {
+        detach(rootfs, tag);
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// Detaches the view tagged `tag` from `rootfs` (with what is mounted on it), if it is the topmost

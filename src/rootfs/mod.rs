@@ -149,6 +149,10 @@ pub struct Writable {
     pub dest: PathBuf,
     /// The bind source libcontainer mounts (in the view directory).
     pub source: PathBuf,
+    /// For a *direct* path (the client's layer, where the image holds nothing there): its
+    /// directory of the client's upper layer with the ids as stored, attached on the client's view
+    /// of the container there (see [`direct_path`]).
+    pub host: Option<PathBuf>,
 }
 
 /// What the rootfs phase made.
@@ -552,6 +556,75 @@ fn mount_root_clone(req: &Request, views: &mut ViewDir) -> Result<(PathBuf, bool
     ))
 }
 
+/// A writable path on the client's layer where the image holds nothing (the directory open at `fd`
+/// in the root `rootfd` is empty): the container gets its directory of the client's upper layer
+/// itself, idmapped as the layer is, and the client's view gets the same directory with the ids as
+/// stored, so what a client copies in there as host root is the container's root's at once, and
+/// what either side writes the other sees at once (one directory, no overlay between: a
+/// long-lived process polling for files a client copies in, llm-sandbox's interactive runner,
+/// reads them without an `exec` in between). Returns the bind source and the host-side clone, or
+/// `None` (a window, then) where the image has content there or the upper directory holds
+/// overlayfs's whiteouts.
+#[allow(clippy::too_many_arguments)]
+fn direct_path(
+    rootfd: &OwnedFd,
+    fd: &OwnedFd,
+    dest: &Path,
+    k: &layer::Kept,
+    mapping: &IdMap,
+    views: &mut ViewDir,
+    i: usize,
+    name: &str,
+) -> Result<Option<(PathBuf, PathBuf)>> {
+    let merged = resolve(rootfd, dest, true, libc::O_RDONLY | libc::O_DIRECTORY)?;
+    if !tree::is_empty_dir(&merged)? {
+        return Ok(None);
+    }
+    // copied up (the directory and the ones above it made in the upper layer), attributes as they
+    // are: a chown to its own owner
+    let st = tree::stat_fd(fd.as_raw_fd())?;
+    // SAFETY: fchownat of an fd we hold, with AT_EMPTY_PATH, to the owner it has
+    tree::check(unsafe {
+        libc::fchownat(
+            merged.as_raw_fd(),
+            c"".as_ptr(),
+            st.st_uid,
+            st.st_gid,
+            libc::AT_EMPTY_PATH,
+        )
+    })
+    .with_context(|| format!("cannot copy {} up into the client's layer", dest.display()))?;
+    let layer_dir = k.open()?;
+    let r = rel(dest);
+    let upper_rel = Path::new(&k.upper).join(&r);
+    let upper = openat2(
+        layer_dir.as_raw_fd(),
+        &upper_rel,
+        libc::O_RDONLY | libc::O_DIRECTORY,
+        crate::fsutil::RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+    )
+    .with_context(|| format!("cannot open {} in the client's layer", dest.display()))?;
+    if !tree::is_empty_dir(&upper)? {
+        return Ok(None); // whiteouts of the image's entries
+    }
+    let writers = mapping
+        .with_host_writers()
+        .ok_or_else(|| anyhow!("the container's mapping is not one block"))?;
+    let inside = mountapi::clone_fd(&upper)?;
+    mountapi::set_attrs(&inside, mountapi::ATTR_NOSUID | mountapi::ATTR_NODEV, false)?;
+    mountapi::idmap(&inside, &writers.namespace()?, false)
+        .with_context(|| format!("cannot idmap {} of the client's layer", dest.display()))?;
+    let source = views.add(&inside, &format!("d{i}-{name}"), false)?;
+    let outside = mountapi::clone_fd(&upper)?;
+    mountapi::set_attrs(
+        &outside,
+        mountapi::ATTR_NOSUID | mountapi::ATTR_NODEV,
+        false,
+    )?;
+    let host = views.add(&outside, &format!("h{i}-{name}"), false)?;
+    Ok(Some((source, host)))
+}
+
 /// Builds the container's root (see the module documentation) in `views`, with token `token`.
 /// `kept` is set before the client's layer is acquired, for the caller's ledger.
 pub fn assemble(
@@ -624,11 +697,23 @@ pub fn assemble(
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "root".into());
+        if let (Writes::Layer, Some(k), Some(m)) = (writes, kept.as_ref(), req.own_mapping) {
+            if let Some((source, host)) = direct_path(&rootfd, &fd, &w.dest, k, m, views, i, &name)?
+            {
+                writable.push(Writable {
+                    dest: w.dest.clone(),
+                    source,
+                    host: Some(host),
+                });
+                continue;
+            }
+        }
         let c = mountapi::clone_fd(&fd)?;
         let source = views.add(&c, &format!("w{i}-{name}"), false)?;
         writable.push(Writable {
             dest: w.dest.clone(),
             source,
+            host: None,
         });
     }
 
