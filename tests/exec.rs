@@ -228,3 +228,29 @@ fn exec_into_a_stopped_or_unknown_container_fails() {
     assert_ne!(out.code, 0, "{out}");
     assert!(out.stderr.contains("stopped"), "{out}");
 }
+
+// Issue #32 (4): `exec --cgroup` of a sub-cgroup that does not exist made it (runc refuses: the
+// sub-cgroup is joined, never created), and `delete -f` then waited 10 s and left the container's
+// cgroup directories behind. Now refused with runc's words; nothing is made; delete leaves nothing.
+#[test]
+fn exec_into_a_missing_sub_cgroup_is_refused_and_nothing_is_made() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("exec-subcg");
+    let c = careless_running(&env);
+    for arg in ["nonexistent", "pids:nonexistent"] {
+        let out = env.rloxsc(&["exec", "--cgroup", arg, &c.id, "true"]);
+        assert!(!out.ok(), "{arg}: {out}");
+        assert_error(
+            &out,
+            &["adding pid", "nonexistent/cgroup.procs: no such file"],
+        );
+    }
+    for d in cgroup_dirs_of(&c.id) {
+        assert!(!d.join("nonexistent").exists(), "made {}", d.display());
+    }
+    let id = c.id.clone();
+    drop(c);
+    env.assert_nothing_left(&id, "after delete");
+}

@@ -81,6 +81,24 @@ impl ProcessCgroups {
             .map(|p| Path::new(ROOT).join(p.trim_start_matches('/')))
     }
 
+    /// The `cgroup.procs` files a sub-cgroup `sub` of the process's cgroup would be joined through
+    /// (`exec --cgroup`): for `controllers` (v1; empty: every v1 hierarchy with a controller), or the
+    /// v2 cgroup's.
+    pub fn sub_procs(&self, controllers: &[&str], sub: &str) -> Vec<PathBuf> {
+        if let Some(v2) = self.v2_dir() {
+            return vec![v2.join(sub).join("cgroup.procs")];
+        }
+        self.v1
+            .iter()
+            .filter(|(cs, _)| !cs.is_empty() && !cs.iter().any(|c| c.starts_with("name=")))
+            .filter(|(cs, _)| {
+                controllers.is_empty() || cs.iter().any(|c| controllers.contains(&c.as_str()))
+            })
+            .filter_map(|(cs, _)| self.v1_dir(&cs[0]))
+            .map(|d| d.join(sub).join("cgroup.procs"))
+            .collect()
+    }
+
     /// The directory whose `cgroup.procs` lists every process of the container: the v1 pids
     /// hierarchy, else the v2 cgroup.
     pub fn procs_dir(&self) -> Option<PathBuf> {

@@ -251,6 +251,26 @@ pub fn exec(ctx: &Context, opts: &ExecOptions) -> Result<i32> {
         .pid()
         .ok_or_else(|| anyhow!("container {:?} has no init process", opts.id))?
         .as_raw();
+    if let (Some(sub), Some(cg)) = (&sub_cgroup, crate::cgroups::ProcessCgroups::of(init_pid)) {
+        // as runc: a sub-cgroup is joined, never made (one made here outlived the container)
+        let controllers: Vec<&str> = opts
+            .cgroup
+            .as_deref()
+            .and_then(|s| s.split_once(':'))
+            .map(|(c, _)| c.split(',').collect())
+            .unwrap_or_default();
+        if let Some(missing) = cg
+            .sub_procs(&controllers, sub)
+            .into_iter()
+            .find(|p| !p.exists())
+        {
+            bail!(
+                "cannot exec in container {:?}: adding pid to cgroups: {}: no such file or directory",
+                opts.id,
+                missing.display()
+            );
+        }
+    }
     let spec = ctx.layout.read_spec(&opts.id)?;
     let record = ctx.layout.read_record(&opts.id)?;
     let root = std::path::PathBuf::from(format!("/proc/{init_pid}/root"));
