@@ -511,7 +511,8 @@ fn the_client_sees_and_writes_where_its_copy_api_looks() {
         &root.merged,
         "/sandbox",
         "echo from-ctr > /sandbox/out.txt; mkdir -p /tmp/plots; echo png > /tmp/plots/p.png; \
-         while [ ! -s /tmp/cmd.json ]; do sleep 0.1; done; cat /tmp/cmd.json > /sandbox/got 2>&1; sleep 100",
+         while [ ! -s /tmp/cmd.json ]; do sleep 0.1; done; cat /tmp/cmd.json > /sandbox/got 2>&1; \
+         printf '#!/bin/sh\\necho ran\\n' > /tmp/tool && chmod 755 /tmp/tool && /tmp/tool > /sandbox/ran 2>&1; sleep 100",
     );
     let c = env.start_container(&spec);
     let host = |p: &str| root.merged.join(p);
@@ -540,6 +541,15 @@ fn the_client_sees_and_writes_where_its_copy_api_looks() {
         fs::read_to_string(host("sandbox/got")).unwrap(),
         "{\"code\": 1}\n"
     );
+    // and runs what it writes there (a venv's pip)
+    assert!(
+        poll_until(Duration::from_secs(10), || fs::read_to_string(host(
+            "sandbox/ran"
+        ))
+        .is_ok_and(|s| !s.is_empty())),
+        "no outcome of running /tmp/tool"
+    );
+    assert_eq!(fs::read_to_string(host("sandbox/ran")).unwrap(), "ran\n");
     for p in ["sandbox/code.py", "tmp/in.json", "etc/hostfile"] {
         fs::write(host(p), "print(1)\n").unwrap();
         fs::set_permissions(host(p), fs::Permissions::from_mode(0o600)).unwrap();

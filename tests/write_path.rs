@@ -31,6 +31,20 @@ fn spec_on(rootfs: &Path, readonly: bool, cwd: &str, script: &str) -> serde_json
     spec
 }
 
+/// Where container `id`'s writes land and its views' token, from its ledger.
+fn ledger_of(env: &TestEnv, id: &str) -> (String, String) {
+    let ledger: serde_json::Value = serde_json::from_slice(
+        &fs::read(env.root.join("bundles").join(id).join("footprint.json")).unwrap(),
+    )
+    .unwrap();
+    let token = Path::new(ledger["views"].as_str().unwrap())
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    (ledger["writes"].as_str().unwrap_or("").to_string(), token)
+}
+
 /// Every entry below `dir` with its size and content hash, sorted: what a later run would find.
 fn tree_of(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
@@ -344,16 +358,8 @@ fn an_ended_container_holds_no_memory_for_what_it_wrote() {
         "the ended container holds {shmem} bytes of shmem"
     );
     // no store of its own on the host (its views' token, from its ledger)
-    let ledger: serde_json::Value = serde_json::from_slice(
-        &fs::read(env.root.join("bundles").join(&id).join("footprint.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(ledger["writes"], "Layer", "{ledger}");
-    let token = Path::new(ledger["views"].as_str().unwrap())
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let (writes, token) = ledger_of(&env, &id);
+    assert_eq!(writes, "Layer");
     let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(
         !mountinfo.contains(&format!("rloxsc-{token}-store")),
@@ -446,15 +452,7 @@ fn update_never_changes_device_rules_and_the_store_follows_memory() {
         assert!(!devices_list(&id).contains("10:200"));
     }
     // the scratch store: half the memory limit, on the host's mount table
-    let ledger: serde_json::Value = serde_json::from_slice(
-        &fs::read(env.root.join("bundles").join(&id).join("footprint.json")).unwrap(),
-    )
-    .unwrap();
-    let token = Path::new(ledger["views"].as_str().unwrap())
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let (_, token) = ledger_of(&env, &id);
     let line = fs::read_to_string("/proc/self/mountinfo")
         .unwrap()
         .lines()

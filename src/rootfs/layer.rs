@@ -72,11 +72,9 @@ impl Kept {
             },
         )?;
         let clone = mountapi::clone_path(parent, false)?;
-        mountapi::set_attrs(
-            &clone,
-            mountapi::ATTR_NOSUID | mountapi::ATTR_NODEV | mountapi::ATTR_NOEXEC,
-            false,
-        )?;
+        // nosuid and nodev as every mount of the container's; not noexec: the container's direct
+        // paths are clones of this one and run what is written there (a venv's pip)
+        mountapi::set_attrs(&clone, mountapi::ATTR_NOSUID | mountapi::ATTR_NODEV, false)?;
         std::fs::create_dir(&self.at)
             .or_else(|e| {
                 if e.kind() == std::io::ErrorKind::AlreadyExists {
