@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::bundle::Layout;
@@ -82,12 +82,18 @@ pub fn placement(layout: &Layout, id: &str) -> Option<Placement> {
 /// The ledger of one container, on disk.
 #[derive(Debug)]
 pub struct Footprint {
-    file: PathBuf,
+    /// The ledger file, open for writing (only for the footprint a create began).
+    out: Option<std::fs::File>,
+    /// How many bytes the file holds (a shorter ledger is padded with blanks to that length).
+    written: usize,
     /// What it holds.
     pub ledger: Ledger,
 }
 
 const FILE: &str = "footprint.json";
+
+/// The most a ledger may take, so that each rewrite is one write within one page.
+const PAGE: usize = 4096;
 
 impl Footprint {
     /// Starts the footprint of a new container `id`: creates its private bundle directory (which
@@ -104,9 +110,18 @@ impl Footprint {
                 }
                 _ => anyhow::anyhow!("cannot create private bundle {}: {e}", dir.display()),
             })?;
-        let f = Footprint {
-            file: dir.join(FILE),
-            ledger: Ledger::default(),
+        // the directory was made just now, 0700, in the checked state root: the file is made in it
+        // once and kept open; every later record rewrites it in place (no path walk, no new inode)
+        let mut f = match crate::fsutil::create_new(&dir.join(FILE), 0o600) {
+            Ok(out) => Footprint {
+                out: Some(out),
+                written: 0,
+                ledger: Ledger::default(),
+            },
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                bail!("cannot write the container footprint in {}: {e}", dir.display());
+            }
         };
         if let Err(e) = f.save() {
             let _ = std::fs::remove_dir_all(&dir);
@@ -123,7 +138,11 @@ impl Footprint {
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
-        Footprint { file, ledger }
+        Footprint {
+            out: None,
+            written: 0,
+            ledger,
+        }
     }
 
     /// Records `change` in the ledger, on disk, before the resource is acquired.
@@ -132,13 +151,23 @@ impl Footprint {
         self.save()
     }
 
-    fn save(&self) -> Result<()> {
-        crate::fsutil::replace_file(
-            &self.file,
-            &serde_json::to_vec(&self.ledger)?,
-            0o600,
-            "container footprint",
-        )
+    /// Rewrites the ledger in place with one `pwrite` of at most a page (a kill never leaves half
+    /// of it): JSON, then blanks over whatever a longer earlier ledger left (JSON allows them).
+    fn save(&mut self) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        let Some(out) = &self.out else {
+            bail!("the container footprint was loaded to be read, not recorded in");
+        };
+        let mut bytes = serde_json::to_vec(&self.ledger)?;
+        if bytes.len() > PAGE {
+            bail!("the container footprint outgrew a page ({} bytes)", bytes.len());
+        }
+        let len = bytes.len();
+        bytes.resize(len.max(self.written), b' ');
+        out.write_all_at(&bytes, 0)
+            .context("cannot write the container footprint")?;
+        self.written = bytes.len();
+        Ok(())
     }
 }
 
@@ -153,8 +182,11 @@ pub fn release(layout: &Layout, id: &str) {
     let l = &fp.ledger;
     let cgroup = placement(layout, id);
 
-    // 1. nothing of the container runs any more
-    kill_unfinished_create(layout, id);
+    // 1. nothing of the container runs any more (a create libcontainer finished left no process
+    // outside the cgroup: only an unfinished one needs the hunt through every process of the host)
+    if create_may_be_unfinished(layout, id) {
+        kill_unfinished_create(layout, id);
+    }
     if let Some(cg) = &cgroup {
         cg.kill_all();
     }
@@ -234,6 +266,25 @@ pub fn kill_unfinished_create(layout: &Layout, id: &str) {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Whether a create of `id` may have left processes outside the container's cgroup: libcontainer's
+/// state is missing, unreadable or still `creating` (its intermediate and init clone rloxsc and
+/// carry on alone until libcontainer records the container `created`; from then on every process
+/// of the container is in its cgroup).
+pub fn create_may_be_unfinished(layout: &Layout, id: &str) -> bool {
+    recorded_status(layout, id).is_none_or(|s| s.eq_ignore_ascii_case("creating"))
+}
+
+/// The status libcontainer's state file of `id` records (before libcontainer's refresh, which
+/// turns a pid-less `creating` into `stopped`).
+pub fn recorded_status(layout: &Layout, id: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Status {
+        status: String,
+    }
+    let b = std::fs::read(layout.container_dir(id).join("state.json")).ok()?;
+    serde_json::from_slice::<Status>(&b).ok().map(|s| s.status)
 }
 
 /// The state root, canonical (as matched against the `--root` of other rloxsc processes).

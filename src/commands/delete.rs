@@ -37,7 +37,8 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
             // tests/killed_runtime.rs under load, confirmed with ftrace). The status on disk tells;
             // with --force the release kills the orphans first, without it the delete is refused
             // while they run.
-            let unfinished = recorded_status_is_creating(&dir)
+            let unfinished = crate::footprint::recorded_status(&ctx.layout, id)
+                .is_some_and(|s| s.eq_ignore_ascii_case("creating"))
                 || c.status() == libcontainer::container::ContainerStatus::Creating;
             if !force
                 && unfinished
@@ -96,16 +97,6 @@ fn release(ctx: &Context, id: &str) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Whether the state file in `dir` records the status `creating` (before libcontainer's refresh,
-/// which turns a pid-less `creating` into `stopped`).
-fn recorded_status_is_creating(dir: &std::path::Path) -> bool {
-    std::fs::read(dir.join("state.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| v.get("status").and_then(|s| s.as_str()).map(str::to_string))
-        .is_some_and(|s| s.eq_ignore_ascii_case("creating"))
 }
 
 /// For containers started by a client (Docker, Podman, containerd), the record written at delete into
