@@ -9,6 +9,9 @@ use nix::unistd::{self, close};
 
 pub const NOTIFY_FILE: &str = "notify.sock";
 
+/// How long a start waits for the process to execute its payload after the start command.
+const EXEC_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 #[derive(Debug, thiserror::Error)]
 pub enum NotifyListenerError {
     #[error("failed to chdir {path} while creating notify socket: {source}")]
@@ -77,7 +80,10 @@ impl NotifyListener {
         Ok(Self { socket: stream })
     }
 
-    pub fn wait_for_container_start(&self) -> Result<()> {
+    /// Waits for the start command. The connection it came on is returned: the caller keeps it
+    /// open until it executes the payload (it is close-on-exec), so the starter learns when the
+    /// payload runs (or the process died before it could).
+    pub fn wait_for_container_start(&self) -> Result<UnixStream> {
         match self.socket.accept() {
             Ok((mut socket, _)) => {
                 let mut response = String::new();
@@ -85,11 +91,10 @@ impl NotifyListener {
                     .read_to_string(&mut response)
                     .map_err(NotifyListenerError::Read)?;
                 tracing::debug!("received: {}", response);
+                Ok(socket)
             }
             Err(e) => Err(NotifyListenerError::Accept(e))?,
         }
-
-        Ok(())
     }
 
     pub fn close(&self) -> Result<()> {
@@ -150,6 +155,13 @@ impl NotifySocket {
         stream
             .write_all(b"start container")
             .map_err(NotifyListenerError::SendStartContainer)?;
+        // the process reads to the end of the command, then holds the connection until its
+        // payload is executed: start returns once the payload runs (as the OCI runtime spec's
+        // `start` says), not while the process is still on its way to it; bounded, so a slow
+        // startContainer hook does not hold start
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let _ = stream.set_read_timeout(Some(EXEC_WAIT));
+        let _ = stream.read(&mut [0u8; 1]);
         tracing::debug!("notify finished");
         unistd::chdir(&cwd).map_err(|e| NotifyListenerError::Chdir {
             source: e,

@@ -464,8 +464,10 @@ pub fn container_init_process(
         InitProcessError::Channel(err)
     })?;
 
-    // listing on the notify socket for container start command
-    ctx.notify_listener
+    // listing on the notify socket for container start command; the connection stays open until
+    // the payload is executed (close-on-exec), which is when the starter returns
+    let _start_connection = ctx
+        .notify_listener
         .wait_for_container_start()
         .map_err(|err| {
             tracing::error!(?err, "failed to wait for container start");
