@@ -31,8 +31,14 @@ pub const VIEWS_DIR: &str = "/run/rloxsc-views";
 pub struct ViewDir {
     /// `/run/rloxsc-views/<name>`.
     pub dir: PathBuf,
+    /// `<dir>/v`, a mount of its own holding every view the container keeps copies of, so that one
+    /// detach (one unmount, one RCU grace period) takes them all off the host once it is created.
+    views: PathBuf,
     next: usize,
 }
+
+/// The directory in a view directory that holds the views (a mount of its own).
+const VIEWS_SUBDIR: &str = "v";
 
 impl ViewDir {
     /// Makes the directory `dir` (a [`dir_for`] path): a private tmpfs only `owner` (the container's
@@ -68,18 +74,43 @@ impl ViewDir {
             .and_then(|m| mountapi::set_propagation(&m, libc::MS_PRIVATE))?;
         // whose it is, for `doctor` and for tests that look for leftovers
         crate::fsutil::write_new(&dir.join("owner"), label.as_bytes(), 0o600)?;
-        Ok(ViewDir { dir, next: 0 })
+        // the views' own mount: a bind of a directory of the tmpfs onto itself
+        let views = dir.join(VIEWS_SUBDIR);
+        std::fs::DirBuilder::new()
+            .mode(0o755)
+            .create(&views)
+            .with_context(|| format!("cannot create {}", views.display()))?;
+        let m = mountapi::clone_path(&views, false)?;
+        mountapi::attach(&m, &views)?;
+        Ok(ViewDir {
+            dir,
+            views,
+            next: 0,
+        })
     }
 
     /// A new entry (directory, or empty file when `file`) to attach a view on.
     pub fn entry(&mut self, name: &str, file: bool) -> Result<PathBuf> {
-        self.next += 1;
-        let p = self.dir.join(format!("{}-{name}", self.next));
+        let p = self.entry_in(&self.views.clone(), name);
         if file {
             crate::fsutil::write_new(&p, b"", 0o644)?;
         } else {
             std::fs::DirBuilder::new().mode(0o755).create(&p)?;
         }
+        Ok(p)
+    }
+
+    fn entry_in(&mut self, parent: &Path, name: &str) -> PathBuf {
+        self.next += 1;
+        parent.join(format!("{}-{name}", self.next))
+    }
+
+    /// Attaches `mnt` as a view that stays on the host after [`ViewDir::detach_views`] (the
+    /// store: `update` resizes it); returns its path.
+    pub fn add_kept(&mut self, mnt: &OwnedFd, name: &str) -> Result<PathBuf> {
+        let p = self.entry_in(&self.dir.clone(), name);
+        std::fs::DirBuilder::new().mode(0o755).create(&p)?;
+        mountapi::attach(mnt, &p)?;
         Ok(p)
     }
 
@@ -96,18 +127,10 @@ impl ViewDir {
         let _ = std::fs::remove_dir(path);
     }
 
-    /// Detaches every view in the directory but those named in `keep`.
-    pub fn detach_all_but(&self, keep: &[&Path]) {
-        let Ok(rd) = std::fs::read_dir(&self.dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if keep.iter().any(|k| *k == p) || e.file_name() == "owner" {
-                continue;
-            }
-            mountapi::detach(&p);
-        }
+    /// Detaches every view but the kept ones ([`ViewDir::add_kept`]) from the host, in one unmount:
+    /// the container's mount namespace holds its own copies of them.
+    pub fn detach_views(&self) {
+        mountapi::detach(&self.views);
     }
 }
 

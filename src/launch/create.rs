@@ -721,9 +721,8 @@ fn complete(
     }
     verify_init(id, pid, spec, &record.policy, host, Some(made.writes))?;
     // the container's mount namespace holds its own copies of the views now; a scratch store stays
-    // (`start`'s verification reads its size)
-    let keep: Vec<&Path> = made.store.iter().map(PathBuf::as_path).collect();
-    views.detach_all_but(&keep);
+    // (`update` resizes it)
+    views.detach_views();
     Ok(())
 }
 

@@ -399,7 +399,7 @@ fn make_store(views: &mut ViewDir, tag: &str, size: StoreSize, top: &OwnedFd) ->
             keys::WRITABLE
         )
     })?;
-    let store = views.add(&fs, "store", false)?;
+    let store = views.add_kept(&fs, "store")?;
     let st = tree::stat_fd(top.as_raw_fd())?;
     for (d, owner, mode) in [
         ("upper", (st.st_uid, st.st_gid), st.st_mode & 0o1777),
