@@ -25,8 +25,9 @@
 # Needs root. Runs in a private mount namespace of its own, shared by all runtimes: on a cgroup v1
 # hybrid host the cgroup2 mount at /sys/fs/cgroup/unified is unmounted there (crun 1.8 refuses the
 # hybrid layout), so every runtime sees the same pure v1 view; the host's mounts are not touched.
-# Installs missing tools with apt-get. State and bundles live in a mktemp dir under /run (tmpfs, as
-# the state of Docker's, containerd's and Podman's runtimes does); cgroups are
+# Installs missing tools with apt-get. State and bundles live in a mktemp dir under /run, on a tmpfs
+# (the bench mounts one there in its namespace when this host's /run is not one), as the state of
+# Docker's, containerd's and Podman's runtimes does; the installed binaries in /var/tmp; cgroups are
 # /rloxsc-bench/<runtime>-<tag>[-p<slot>]; all removed again on exit.
 set -uo pipefail
 
@@ -111,6 +112,18 @@ fi
 
 # ------------------------------------------------------------ temp dir ----
 TMP=$(mktemp -d /run/rloxsc-bench.XXXXXX) || die "mktemp failed"
+# a tmpfs of its own in the bench's mount namespace, whatever /run is on this host: the runtimes'
+# state goes where Docker's, containerd's and Podman's goes on a systemd host (a VM whose /run is on
+# an ext4 mounted with `discard` makes every file a runtime truncates or removes wait for the disk,
+# for every runtime alike, and that is the disk measured, not the runtime)
+if [ "$(stat -fc %T /run)" != tmpfs ]; then
+    mount -t tmpfs -o mode=0711,size=4g rloxsc-bench "$TMP" || die "cannot mount a tmpfs on $TMP"
+    STATE_FS="tmpfs (mounted by the bench: this host's /run is $(stat -fc %T /run))"
+else
+    STATE_FS="tmpfs (/run)"
+fi
+# the installed binaries stay on disk: tmpfs cannot hold an immutable file
+BINDIR=$(mktemp -d /var/tmp/rloxsc-bench-bin.XXXXXX) || die "mktemp failed"
 # traversable (not listable) by others: crun+h's user namespace opens the rootfs as the container's
 # root, an unprivileged host uid
 chmod 0711 "$TMP"
@@ -170,6 +183,8 @@ cleanup() {
     fi
     [ -n "${INSTALLED:-}" ] && [ -e "$INSTALLED" ] && chattr -i "$INSTALLED" 2>/dev/null
     [ -n "${INSTALLED_BASE:-}" ] && [ -e "$INSTALLED_BASE" ] && chattr -i "$INSTALLED_BASE" 2>/dev/null
+    rm -rf "$BINDIR"
+    umount "$TMP" 2>/dev/null
     rm -rf "$TMP"
     exit "$rc"
 }
@@ -183,16 +198,15 @@ trap 'exit 143' TERM
 # a read-only bind mount before every create (src/exeseal.rs): the difference is that execve
 INSTALLED=""
 if [ -x "$RLOXSC" ]; then
-    mkdir -p "$TMP/bin"
-    INSTALLED="$TMP/bin/rloxsc"
-    install -m 0755 "$RLOXSC" "$INSTALLED" || die "cannot install $RLOXSC into $TMP/bin"
-    chattr +i "$INSTALLED" 2>/dev/null || log "warning: $TMP/bin cannot hold an immutable file: rloxsc re-executes itself too"
+    INSTALLED="$BINDIR/rloxsc"
+    install -m 0755 "$RLOXSC" "$INSTALLED" || die "cannot install $RLOXSC into $BINDIR"
+    chattr +i "$INSTALLED" 2>/dev/null || log "warning: $BINDIR cannot hold an immutable file: rloxsc re-executes itself too"
 fi
 INSTALLED_BASE=""
 if [ -n "$BASELINE" ] && [ -x "$BASELINE" ]; then
-    mkdir -p "$TMP/bin/base"
-    INSTALLED_BASE="$TMP/bin/base/rloxsc"
-    install -m 0755 "$BASELINE" "$INSTALLED_BASE" || die "cannot install $BASELINE into $TMP/bin/base"
+    mkdir -p "$BINDIR/base"
+    INSTALLED_BASE="$BINDIR/base/rloxsc"
+    install -m 0755 "$BASELINE" "$INSTALLED_BASE" || die "cannot install $BASELINE into $BINDIR/base"
     chattr +i "$INSTALLED_BASE" 2>/dev/null || true
 fi
 
@@ -464,7 +478,7 @@ fmt() { if [ -n "${1:-}" ] && [ "$1" != fail ]; then printf '%.2f' "$1"; else pr
 cpu() { [ -n "${USR[run,$1]:-}" ] && awk -v u="${USR[run,$1]}" -v s="${SYS[run,$1]}" 'BEGIN { printf "%.2f", u + s }'; }
 
 echo
-echo "rloxsc benchmark - $(date -u '+%Y-%m-%d %H:%M:%SZ'), $(nproc) CPUs, kernel $(uname -r), $LAYOUT"
+echo "rloxsc benchmark - $(date -u '+%Y-%m-%d %H:%M:%SZ'), $(nproc) CPUs, kernel $(uname -r), $LAYOUT; state on $STATE_FS"
 echo "runs=$RUNS warmup=$WARMUP, throughput $CONTAINERS containers x $PARALLEL parallel; runc $(runc --version | awk 'NR==1{print $3}'), crun $(/usr/bin/crun --version | awk 'NR==1{print $3}'), hyperfine $(hyperfine --version | awk '{print $2}'), rloxsc $("$RLOXSC" --version 2>/dev/null | awk 'NR==2{print $2}')${BASELINE:+, rloxsc-base $("$BASELINE" --version 2>/dev/null | awk 'NR==2{print $2}')}"
 echo
 printf '%-14s %9s %9s %11s %12s %10s %10s %9s %9s %5s\n' runtime "run med" "run p95" "lifecycle" "CPU/run" "cont/s" "CPU/cont" syscalls "RSS KiB" left
