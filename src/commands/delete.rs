@@ -30,7 +30,17 @@ pub fn delete(ctx: &Context, id: &str, force: bool) -> Result<()> {
         );
     }
     match container::load(&ctx.layout, id) {
-        Ok(c) => {
+        Ok(mut c) => {
+            // an init that has ended but is still tearing down its namespaces (unmounting the
+            // container's mounts waits for RCU grace periods: milliseconds) is no longer running
+            // anything: its delete waits for the exit to finish instead of refusing
+            if !force && c.status() == libcontainer::container::ContainerStatus::Running {
+                if let Some(pid) = c.pid() {
+                    if wait_for_exit(pid.as_raw()) {
+                        c = container::load(&ctx.layout, id)?;
+                    }
+                }
+            }
             // A create killed before libcontainer recorded the init's pid leaves state `creating`
             // without a pid, which libcontainer's refresh reports as `stopped`, while its orphaned
             // intermediate process carries on creating the cgroups (found by
@@ -97,6 +107,37 @@ fn release(ctx: &Context, id: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// How long a delete waits for an init that is exiting to finish its exit.
+const EXIT_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Whether process `pid` is exiting (`PF_EXITING` in its flags: it called exit or was killed, and
+/// the kernel is tearing it down), in which case this waits (bounded) until it has become a zombie
+/// or is gone; true when it waited.
+fn wait_for_exit(pid: i32) -> bool {
+    const PF_EXITING: u64 = 0x4;
+    // the state letter and the flags, after the command name's closing parenthesis
+    let read = || -> Option<(char, u64)> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        Some((fields.first()?.chars().next()?, fields.get(6)?.parse().ok()?))
+    };
+    match read() {
+        Some((state, flags)) if flags & PF_EXITING != 0 && state != 'Z' => {}
+        _ => return false,
+    }
+    let until = std::time::Instant::now() + EXIT_WAIT;
+    while std::time::Instant::now() < until {
+        match read() {
+            Some((state, _)) if state != 'Z' && state != 'X' => {
+                std::thread::sleep(std::time::Duration::from_micros(500))
+            }
+            _ => break,
+        }
+    }
+    true
 }
 
 /// For containers started by a client (Docker, Podman, containerd), the record written at delete into
