@@ -142,7 +142,25 @@ fn process_cgroup_paths() -> Result<HashMap<String, String>> {
 /// once by `mkdir_all` (which also reopens every component through procfs) and again for the
 /// mount.
 fn existing_destination(root: &Root, dest: &Path, want_dir: bool) -> Option<OwnedFd> {
-    let fd: OwnedFd = root.resolve(dest).ok()?.into();
+    use std::os::fd::FromRawFd;
+
+    use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+    // openat2 as pathrs resolves (inside the root, no magic links), called directly: a destination
+    // that does not exist yet is the common case here, and pathrs builds an error for each miss by
+    // reopening procfs to name the root (nine system calls per mount point)
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+        .resolve(ResolveFlag::RESOLVE_IN_ROOT | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    let mut tries = 0;
+    let raw = loop {
+        // EAGAIN: a rename raced the lookup; pathrs retries too
+        match openat2(root.as_fd().as_raw_fd(), dest, how) {
+            Err(Errno::EAGAIN) if tries < 16 => tries += 1,
+            r => break r.ok()?,
+        }
+    };
+    // SAFETY: openat2 just returned this fd, which nothing else owns
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
     let st = nix::sys::stat::fstat(fd.as_raw_fd()).ok()?;
     let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
     (is_dir == want_dir).then_some(fd)
