@@ -168,10 +168,13 @@ fn reset_signals() {
         restorer: 0,
         mask: 0,
     };
+    // only an ignored signal survives execve (a handled one is reset by it): the ignored set, as the
+    // kernel reports it, else every signal
+    let ignored = ignored_signals().unwrap_or(u64::MAX);
     // the raw syscall: glibc's sigaction refuses its internal signals 32 and 33, which a caller may
     // have left ignored too
     for sig in 1..=64 {
-        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP || ignored & (1u64 << (sig - 1)) == 0 {
             continue;
         }
         // SAFETY: rt_sigaction with a valid struct for the new action, no old action, 8-byte masks
@@ -191,6 +194,13 @@ fn reset_signals() {
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
     }
+}
+
+/// The signals this thread ignores (`SigIgn` of `/proc/thread-self/status`: bit n-1 for signal n).
+fn ignored_signals() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/thread-self/status").ok()?;
+    let hex = status.lines().find_map(|l| l.strip_prefix("SigIgn:"))?;
+    u64::from_str_radix(hex.trim(), 16).ok()
 }
 
 #[cfg(test)]
