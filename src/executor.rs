@@ -198,7 +198,7 @@ fn reset_signals() {
 
 /// The signals this thread ignores (`SigIgn` of `/proc/thread-self/status`: bit n-1 for signal n).
 fn ignored_signals() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/thread-self/status").ok()?;
+    let status = crate::fsutil::read_small_string("/proc/thread-self/status").ok()?;
     let hex = status.lines().find_map(|l| l.strip_prefix("SigIgn:"))?;
     u64::from_str_radix(hex.trim(), 16).ok()
 }

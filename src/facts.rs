@@ -111,7 +111,7 @@ pub fn namespace_owner(path: &Path) -> Option<crate::harden::NamespaceOwner> {
         .filter(|u| ns_id(u) == Some(id));
     let uid_map = user_path
         .as_ref()
-        .and_then(|u| std::fs::read_to_string(u.parent()?.parent()?.join("uid_map")).ok())
+        .and_then(|u| crate::fsutil::read_small_string(u.parent()?.parent()?.join("uid_map")).ok())
         .map(|t| crate::idmap::parse_id_map(&t))
         .unwrap_or_default();
     Some(crate::harden::NamespaceOwner {

@@ -134,7 +134,7 @@ impl Footprint {
     /// it wrote one holds nothing this could name, and the fallbacks of [`release`] find the rest).
     pub fn load(layout: &Layout, id: &str) -> Footprint {
         let file = layout.bundle_dir(id).join(FILE);
-        let ledger = std::fs::read(&file)
+        let ledger = crate::fsutil::read_small(&file)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
@@ -283,7 +283,7 @@ pub fn recorded_status(layout: &Layout, id: &str) -> Option<String> {
     struct Status {
         status: String,
     }
-    let b = std::fs::read(layout.container_dir(id).join("state.json")).ok()?;
+    let b = crate::fsutil::read_small(layout.container_dir(id).join("state.json")).ok()?;
     serde_json::from_slice::<Status>(&b).ok().map(|s| s.status)
 }
 
@@ -364,7 +364,7 @@ pub fn unfinished_create_processes(root: &Path, id: &str) -> Vec<i32> {
 /// Reads the ledger of container `id` for a verb that needs what it holds (the store, for `exec`).
 pub fn ledger_of(layout: &Layout, id: &str) -> Result<Ledger> {
     let f = layout.bundle_dir(id).join(FILE);
-    let b = std::fs::read(&f).with_context(|| format!("cannot read {}", f.display()))?;
+    let b = crate::fsutil::read_small(&f).with_context(|| format!("cannot read {}", f.display()))?;
     serde_json::from_slice(&b).with_context(|| format!("{} is not rloxsc's footprint", f.display()))
 }
 

@@ -117,6 +117,29 @@ pub fn random_u64() -> u64 {
     u64::from_ne_bytes(b)
 }
 
+/// Reads a small file (procfs, cgroupfs, rloxsc's own state) a page at a time: no `statx` for a
+/// size hint and no 32-byte first reads (procfs and cgroupfs report a size of 0), so a file of up to
+/// a page costs open, read, read (end of file), close.
+pub fn read_small(path: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
+    let mut f = File::open(path)?;
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match f.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => out.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// [`read_small`], as UTF-8 text.
+pub fn read_small_string(path: impl AsRef<Path>) -> std::io::Result<String> {
+    String::from_utf8(read_small(path)?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 /// Creates a new file exclusively (never following a symlink, failing if anything exists there).
 pub fn create_new(path: &Path, mode: u32) -> std::io::Result<File> {
     OpenOptions::new()

@@ -145,7 +145,7 @@ pub const ALL: &[Feature] = &[
 
 /// The running kernel's release, e.g. `6.1.0-57-amd64`.
 pub fn running_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+    crate::fsutil::read_small_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown release".into())
 }

@@ -69,7 +69,7 @@ impl Owner {
 /// The owners an allocation file names: one container, or (a pod's containers sharing the
 /// sandbox's user namespace) several.
 fn read_owners(path: &Path) -> Option<Vec<Owner>> {
-    let text = std::fs::read(path).ok()?;
+    let text = crate::fsutil::read_small(path).ok()?;
     serde_json::from_slice::<Vec<Owner>>(&text)
         .or_else(|_| serde_json::from_slice::<Owner>(&text).map(|o| vec![o]))
         .ok()

@@ -195,7 +195,7 @@ impl Probe {
 }
 
 fn read_text(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+    crate::fsutil::read_small_string(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Parses the fields of a `/proc/<pid>/status` text that verification needs (with `procfs`; the
@@ -339,7 +339,7 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
     let devices_list = cgroups
         .as_ref()
         .and_then(|cg| cg.v1_dir("devices"))
-        .and_then(|d| std::fs::read_to_string(d.join("devices.list")).ok());
+        .and_then(|d| crate::fsutil::read_small_string(d.join("devices.list")).ok());
     let cgroup_processes = cgroups
         .as_ref()
         .and_then(|cg| cg.procs_dir())

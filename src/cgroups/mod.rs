@@ -29,7 +29,7 @@ pub struct ProcessCgroups {
 impl ProcessCgroups {
     /// Reads `/proc/<pid>/cgroup`.
     pub fn of(pid: i32) -> Option<ProcessCgroups> {
-        let text = std::fs::read(format!("/proc/{pid}/cgroup")).ok()?;
+        let text = crate::fsutil::read_small(format!("/proc/{pid}/cgroup")).ok()?;
         Some(Self::parse(&text))
     }
 
@@ -117,14 +117,14 @@ pub fn host_is_v1() -> bool {
 
 /// The pids listed in `<dir>/cgroup.procs`.
 pub fn procs_in(dir: &Path) -> Vec<i32> {
-    std::fs::read_to_string(dir.join("cgroup.procs"))
+    crate::fsutil::read_small_string(dir.join("cgroup.procs"))
         .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
         .unwrap_or_default()
 }
 
 /// Reads `key N` from a flat-keyed cgroup file (`memory.events`, `pids.events`, `memory.oom_control`).
 pub fn read_key(path: &Path, key: &str) -> Option<u64> {
-    std::fs::read_to_string(path).ok()?.lines().find_map(|l| {
+    crate::fsutil::read_small_string(path).ok()?.lines().find_map(|l| {
         let (k, v) = l.split_once(' ')?;
         (k == key).then(|| v.trim().parse().ok()).flatten()
     })
@@ -132,7 +132,7 @@ pub fn read_key(path: &Path, key: &str) -> Option<u64> {
 
 /// Reads a single-number cgroup file.
 pub fn read_u64(path: &Path) -> Option<u64> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    crate::fsutil::read_small_string(path).ok()?.trim().parse().ok()
 }
 
 // What libcontainer leaves out of cgroup setup, done from outside once the init exists.

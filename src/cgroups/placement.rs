@@ -274,7 +274,7 @@ impl Placement {
         let mut dir = self.below(&base);
         loop {
             if dir.is_dir() {
-                let state = std::fs::read_to_string(dir.join(file)).ok()?;
+                let state = crate::fsutil::read_small_string(dir.join(file)).ok()?;
                 let state = state.trim();
                 return frozen_when
                     .contains(&state)

@@ -162,7 +162,7 @@ pub fn contain_interfaces(pid: i32) -> Result<Vec<String>> {
 
 /// The names of every interface of the network namespace of `pid` (`/proc/<pid>/net/dev`).
 pub fn names(pid: i32) -> Result<Vec<String>> {
-    Ok(std::fs::read_to_string(format!("/proc/{pid}/net/dev"))
+    Ok(crate::fsutil::read_small_string(format!("/proc/{pid}/net/dev"))
         .with_context(|| format!("cannot read /proc/{pid}/net/dev"))?
         .lines()
         .skip(2)
