@@ -70,7 +70,17 @@ fn tree_of(dir: &Path) -> Vec<String> {
 
 /// A copy of the demo image in a directory of the test (a grader's workdir `/sandbox` with
 /// `grader.py`), bind-mounted on itself: a rootfs that is a mount of its own.
-fn mounted_image(env: &TestEnv) -> PathBuf {
+/// A bind mount of a copy of the test rootfs onto itself, unmounted when dropped (also when the test
+/// fails half way: a failing run left its mount behind).
+struct MountedImage(PathBuf);
+
+impl Drop for MountedImage {
+    fn drop(&mut self) {
+        umount(&self.0);
+    }
+}
+
+fn mounted_image(env: &TestEnv) -> MountedImage {
     let img = env.dir.join("image");
     let st = std::process::Command::new("cp")
         .arg("-a")
@@ -88,7 +98,7 @@ fn mounted_image(env: &TestEnv) -> PathBuf {
         .status()
         .unwrap();
     assert!(st.success());
-    img
+    MountedImage(img)
 }
 
 fn umount(p: &Path) {
@@ -109,7 +119,8 @@ fn a_read_only_rootfs_is_never_written_and_the_next_run_sees_it_as_it_was() {
         return;
     }
     let env = TestEnv::new("wp-graders");
-    let img = mounted_image(&env);
+    let image = mounted_image(&env);
+    let img = image.0.clone();
     let ovl = OverlayRoot::new(&env);
     fs::create_dir_all(ovl.merged.join("sandbox")).unwrap();
     fs::write(
@@ -173,7 +184,7 @@ fn a_read_only_rootfs_is_never_written_and_the_next_run_sees_it_as_it_was() {
         assert_eq!(b.stdout, "assert answer == 42\n", "B saw A's files: {b}");
         env.assert_nothing_left(&id, "after A");
     }
-    umount(&img);
+    drop(image);
 }
 
 // 2. Against 77206ba the store was committed at delete and the commit stopped half way (EMFILE
