@@ -174,8 +174,12 @@ impl Layout {
     pub fn remove_bundle(&self, id: &str) -> Result<()> {
         let dir = self.bundle_dir(id);
         // never through a mount below it (the client's layer kept there): remove_dir_all would
-        // empty it
-        // (mountinfo names the canonical path: /run, not the /var/run a client may give as --root)
+        // empty it; each directory is asked whether it is a mount root (no mountinfo to read)
+        if let Some(done) = fsutil::remove_tree_within_mount(&dir) {
+            return done;
+        }
+        // a kernel that cannot say: mountinfo names the mounts (with the canonical path: /run, not
+        // the /var/run a client may give as --root)
         let canonical = fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
         if let Ok(mounts) = crate::mountinfo::own() {
             if let Some(m) = mounts.iter().find(|m| m.point.starts_with(&canonical)) {

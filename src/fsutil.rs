@@ -101,6 +101,135 @@ pub fn statx_attributes(path: &std::ffi::CStr, flags: i32) -> Option<(u64, u64)>
     (rc == 0).then_some((stx.stx_attributes, stx.stx_attributes_mask))
 }
 
+/// Removes the directory `dir` and everything in it, never crossing into a mount: a directory that is
+/// the root of a mount (`STATX_ATTR_MOUNT_ROOT`, Linux 5.8+), at `dir` or anywhere below it, stops
+/// the removal with an error naming it, before anything in it is touched. Symlinks are removed, never
+/// followed. Absent is fine. `None` when the kernel cannot say what is a mount root (the caller then
+/// decides another way).
+pub fn remove_tree_within_mount(dir: &Path) -> Option<Result<()>> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    /// (is a directory, is a mount root), or None when statx cannot tell
+    fn probe(at: i32, name: &std::ffi::CStr) -> std::io::Result<Option<(bool, bool)>> {
+        // SAFETY: an all-zero statx is a valid buffer for the kernel to fill
+        let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+        // SAFETY: statx of a NUL-terminated name relative to a directory fd we hold
+        let rc = unsafe {
+            libc::statx(
+                at,
+                name.as_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+                libc::STATX_TYPE,
+                &mut stx,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let root = libc::STATX_ATTR_MOUNT_ROOT as u64;
+        if stx.stx_attributes_mask & root == 0 {
+            return Ok(None);
+        }
+        let is_dir = u32::from(stx.stx_mode) & libc::S_IFMT == libc::S_IFDIR;
+        Ok(Some((is_dir, stx.stx_attributes & root != 0)))
+    }
+    fn open_dir(at: i32, name: &std::ffi::CStr) -> std::io::Result<OwnedFd> {
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: openat of a NUL-terminated name relative to a directory fd we hold
+        let fd = unsafe { libc::openat(at, name.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: openat just returned this fd, which nothing else owns
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+    /// empties the directory open at `fd` (shown as `path` in errors)
+    fn empty(fd: OwnedFd, path: &Path) -> Option<Result<()>> {
+        use std::os::fd::IntoRawFd;
+        let raw = fd.as_raw_fd();
+        // the Dir owns the fd from here on (closed when it is dropped, at the end of this call)
+        let mut d = match nix::dir::Dir::from_fd(fd.into_raw_fd()) {
+            Ok(d) => d,
+            Err(e) => return Some(Err(anyhow::anyhow!("cannot read {}: {e}", path.display()))),
+        };
+        let names: Vec<std::ffi::CString> = d
+            .iter()
+            .flatten()
+            .map(|e| e.file_name().to_owned())
+            .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
+            .collect();
+        for name in names {
+            let shown = path.join(std::ffi::OsStr::from_bytes(name.as_bytes()));
+            let (is_dir, mount_root) = match probe(raw, &name) {
+                Ok(Some(p)) => p,
+                Ok(None) => return None,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Some(Err(anyhow::anyhow!("cannot remove {}: {e}", shown.display()))),
+            };
+            if mount_root {
+                return Some(Err(anyhow::anyhow!(
+                    "cannot remove {}: {} is still mounted there",
+                    path.display(),
+                    shown.display()
+                )));
+            }
+            let mut flags = 0;
+            if is_dir {
+                match open_dir(raw, &name) {
+                    Ok(sub) => match empty(sub, &shown)? {
+                        Ok(()) => {}
+                        Err(e) => return Some(Err(e)),
+                    },
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        return Some(Err(anyhow::anyhow!("cannot remove {}: {e}", shown.display())))
+                    }
+                }
+                flags = libc::AT_REMOVEDIR;
+            }
+            // SAFETY: unlinkat of a NUL-terminated name relative to a directory fd we hold
+            if unsafe { libc::unlinkat(raw, name.as_ptr(), flags) } != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    return Some(Err(anyhow::anyhow!("cannot remove {}: {e}", shown.display())));
+                }
+            }
+        }
+        Some(Ok(()))
+    }
+    use std::os::unix::ffi::OsStrExt;
+    let c = match std::ffi::CString::new(dir.as_os_str().as_bytes()) {
+        Ok(c) => c,
+        Err(e) => return Some(Err(anyhow::anyhow!("cannot remove {}: {e}", dir.display()))),
+    };
+    match probe(libc::AT_FDCWD, &c) {
+        Ok(None) => return None,
+        Ok(Some((_, true))) => {
+            return Some(Err(anyhow::anyhow!(
+                "cannot remove {}: it is a mount",
+                dir.display()
+            )))
+        }
+        Ok(Some(_)) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Ok(())),
+        Err(e) => return Some(Err(anyhow::anyhow!("cannot remove {}: {e}", dir.display()))),
+    }
+    let fd = match open_dir(libc::AT_FDCWD, &c) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Ok(())),
+        Err(e) => return Some(Err(anyhow::anyhow!("cannot remove {}: {e}", dir.display()))),
+    };
+    match empty(fd, dir)? {
+        Ok(()) => {}
+        Err(e) => return Some(Err(e)),
+    }
+    match std::fs::remove_dir(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Some(
+            Err(e).with_context(|| format!("cannot remove {}", dir.display())),
+        ),
+        _ => Some(Ok(())),
+    }
+}
+
 /// A random 64-bit value from the kernel (for temporary names nobody can predict).
 pub fn random_u64() -> u64 {
     let mut b = [0u8; 8];
@@ -322,6 +451,43 @@ mod foreign_symlink_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tree_is_removed_without_following_a_symlink_or_entering_a_mount() {
+        let base = std::env::temp_dir().join(format!("rloxsc-rmtree-{}", std::process::id()));
+        let outside = base.join("outside");
+        let tree = base.join("tree");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("keep"), "x").unwrap();
+        std::fs::create_dir_all(tree.join("a/b")).unwrap();
+        std::fs::write(tree.join("a/b/f"), "y").unwrap();
+        std::os::unix::fs::symlink(&outside, tree.join("a/link")).unwrap();
+        assert!(remove_tree_within_mount(&tree).unwrap().is_ok());
+        assert!(!tree.exists() && outside.join("keep").exists());
+
+        // a mount below: refused, and nothing in the mount is touched
+        std::fs::create_dir_all(tree.join("m")).unwrap();
+        let m = std::ffi::CString::new(tree.join("m").to_str().unwrap()).unwrap();
+        // SAFETY: mount(2) of a new tmpfs on a directory this test made
+        let rc = unsafe {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                m.as_ptr(),
+                c"tmpfs".as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        if rc == 0 {
+            std::fs::write(tree.join("m/inside"), "z").unwrap();
+            let e = remove_tree_within_mount(&tree).unwrap().unwrap_err().to_string();
+            assert!(e.contains("still mounted"), "{e}");
+            assert!(tree.join("m/inside").exists());
+            // SAFETY: umount2 of the tmpfs mounted above
+            unsafe { libc::umount2(m.as_ptr(), libc::MNT_DETACH) };
+        }
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     fn dir() -> PathBuf {
         let d = std::env::temp_dir().join(format!(
