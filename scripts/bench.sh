@@ -5,16 +5,20 @@
 # runtime could not be benchmarked at all (missing, failing its smoke run, or leaving containers
 # behind), 2 on usage/setup errors. docs/benchmarks.md says how to read the output.
 #
-# Usage: scripts/bench.sh [--runs N] [--containers N] [--rloxsc PATH] [--baseline PATH] [--json-dir DIR]
-#                         [--no-steps]
+# Usage: scripts/bench.sh [--runs N] [--containers N] [--soak N] [--rloxsc PATH] [--baseline PATH]
+#                         [--json-dir DIR] [--no-steps] [--record]
 #   --runs N        timed runs per runtime and scenario (default 30)
 #   --containers N  containers in the throughput scenario, 8 at a time (default 200)
+#   --soak N        rloxsc only: N containers (create, start, wait, delete; 8 in parallel) in groups
+#                   of 100, each group's time per container and the host's memory after it, to see
+#                   that both stay flat from the first hundred to the last (default 1000; 0: none)
 #   --rloxsc PATH   rloxsc binary (default <repo>/target/x86_64-unknown-linux-gnu/release/rloxsc)
 #   --baseline PATH another rloxsc build (an older commit), measured in the same sessions as
 #                   "rloxsc-base" (installed immutable like rloxsc): before/after without the drift
 #                   between separate runs
 #   --json-dir DIR  also copy hyperfine's JSON exports to DIR (kept)
 #   --no-steps      skip the "what each hardening step costs" table (crun variants, rloxsc phases)
+#   --record        append this run's line to the dated history in docs/benchmarks.md
 #
 # The runtimes: rloxsc, installed as `make install` does (immutable, so it runs as is); rloxsc-reexec,
 # the same binary as built (writable: it re-executes itself from a read-only bind mount before every
@@ -39,6 +43,8 @@ RLOXSC="$REPO/target/x86_64-unknown-linux-gnu/release/rloxsc"
 BASELINE=""
 JSON_DIR=""
 STEPS=1
+SOAK=1000
+RECORD=0
 WARMUP=3
 
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
@@ -57,11 +63,14 @@ while [ $# -gt 0 ]; do
         --json-dir) JSON_DIR=${2:?--json-dir needs a value}; shift 2 ;;
         --json-dir=*) JSON_DIR=${1#*=}; shift ;;
         --no-steps) STEPS=0; shift ;;
+        --soak) SOAK=${2:?--soak needs a value}; shift 2 ;;
+        --soak=*) SOAK=${1#*=}; shift ;;
+        --record) RECORD=1; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
     esac
 done
-for v in RUNS CONTAINERS; do
+for v in RUNS CONTAINERS SOAK; do
     case "${!v}" in ''|*[!0-9]*) echo "bench.sh: --${v,,} must be a positive integer" >&2; exit 2 ;; esac
 done
 [ "$RUNS" -ge 2 ] || { echo "bench.sh: --runs must be >= 2 (hyperfine needs 2 for a stddev)" >&2; exit 2; }
@@ -367,6 +376,39 @@ for r in "${RUNTIMES[@]}"; do
     purge "$r"
 done
 
+# ----------------------------------------------------------------- soak ----
+# SOAK containers through rloxsc's whole lifecycle (create, start, wait for the exit, delete), PARALLEL
+# at a time, in groups of 100: each group's wall time per container, and the host's available memory
+# and slab after it. Flat means the hundredth container costs what the first did: nothing accumulates
+# per container (state, mounts, id blocks, cgroups, kernel objects).
+SOAK_OUT=""
+if [ "$SOAK" -gt 0 ] && [ "${STATUS[rloxsc]:-}" = ok ]; then
+    log "soak: $SOAK containers through rloxsc, $PARALLEL in parallel, in groups of 100"
+    c=$(rt_cmd rloxsc)
+    : >"$TMP/soakfail"
+    mem() { awk '/^MemAvailable:/ { a = $2 } /^Slab:/ { s = $2 } END { printf "%d %d", a / 1024, s / 1024 }' /proc/meminfo; }
+    read -r mem0 slab0 < <(mem)
+    g=0
+    SOAK_OUT=$(printf '  %-10s %12s %14s %10s\n' containers "ms/container" "MemAvail MiB" "Slab MiB")
+    while [ $((g * 100)) -lt "$SOAK" ]; do
+        from=$((g * 100 + 1)); to=$(( (g + 1) * 100 )); [ "$to" -gt "$SOAK" ] && to=$SOAK
+        s0=$(date +%s%N)
+        xargs -P "$PARALLEL" --process-slot-var=SLOT -I{} sh -c \
+            "$c create --bundle $TMP/tp-rloxsc-\$SLOT s{} >/dev/null 2>&1 </dev/null && $c start s{} >/dev/null 2>&1 && { $c delete s{} >/dev/null 2>&1 || $c delete --force s{} >/dev/null 2>&1; } || { echo {} >>$TMP/soakfail; $c delete --force s{} >/dev/null 2>&1; }" \
+            < <(seq "$from" "$to")
+        s1=$(date +%s%N)
+        read -r m s < <(mem)
+        SOAK_OUT+=$(printf '\n  %4d-%-5d %12.2f %14d %10d' "$from" "$to" \
+            "$(awk -v ns=$((s1 - s0)) -v n=$((to - from + 1)) 'BEGIN { print ns / 1e6 / n }')" "$m" "$s")
+        g=$((g + 1))
+    done
+    SOAK_FAIL=$(wc -l <"$TMP/soakfail")
+    SOAK_OUT+=$(printf '\n  (before: MemAvail %d MiB, Slab %d MiB; %d of %d failed; a create takes the cgroup of its xargs slot,' \
+        "$mem0" "$slab0" "$SOAK_FAIL" "$SOAK")
+    SOAK_OUT+=$'\n   so a group waits for each container to end: the time is the lifecycle under load, not one run)'
+    purge rloxsc
+fi
+
 # ------------------------------------------------- syscalls and peak RSS ----
 declare -A CALLS RSS
 for r in "${RUNTIMES[@]}"; do
@@ -509,6 +551,20 @@ if [ -n "${MED[run,rloxsc]:-}" ] && [ -n "${MED[run,crun]:-}" ]; then
         "$(ratio "${TPCPU[rloxsc]:-}" "${TPCPU[crun]:-}")" "$PARALLEL"
     printf '  peak RSS <= runc:             %s x runc\n' "$(ratio "${RSS[rloxsc]:-}" "${RSS[runc]:-}")"
 fi
+if [ -n "${MED[run,rloxsc]:-}" ] && [ -n "${MED[run,crun+h]:-}" ]; then
+    echo
+    echo "issue #31 targets (informational): rloxsc against crun+h (the same hardened work) and crun"
+    printf '  run median  <= 1.15 x crun+h: %s    <= 1.5 x crun: %s\n' \
+        "$(ratio "${MED[run,rloxsc]}" "${MED[run,crun+h]}")" "$(ratio "${MED[run,rloxsc]}" "${MED[run,crun]:-}")"
+    printf '  CPU/run     <= 1.15 x crun+h: %s\n' "$(ratio "$(cpu rloxsc)" "$(cpu crun+h)")"
+    printf '  throughput  >= 0.9 x crun+h:  %s\n' "$(ratio "${TPUT[rloxsc]:-}" "${TPUT[crun+h]:-}")"
+    printf '  syscalls    <= 1.3 x crun+h:  %s\n' "$(ratio "${CALLS[rloxsc]:-}" "${CALLS[crun+h]:-}")"
+fi
+if [ -n "$SOAK_OUT" ]; then
+    echo
+    echo "soak: $SOAK containers through rloxsc (create, start, delete; $PARALLEL in parallel), per group of 100:"
+    printf '%s\n' "$SOAK_OUT"
+fi
 forced=""
 for r in "${RUNTIMES_ALL[@]}"; do [ -n "${FORCED[$r]:-}" ] && forced+=" $r ${FORCED[$r]},"; done
 [ -n "$forced" ] && echo "lifecycle: delete --force needed (still running) in N of $((WARMUP + RUNS)) iterations:${forced%,}"
@@ -530,7 +586,18 @@ if [ -n "$PHASES" ]; then
     printf "%s" "$PHASES"
 fi
 
+if [ "$RECORD" = 1 ] && [ -n "${MED[run,rloxsc]:-}" ] && [ -n "${MED[run,crun+h]:-}" ]; then
+    printf '| %s | `%s` | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%d)" \
+        "$("$RLOXSC" --version 2>/dev/null | awk 'NR==2{print substr($2, 1, 7)}')" \
+        "$(fmt "${MED[run,rloxsc]}")" "$(fmt "${MED[run,crun+h]}")" "$(fmt "${MED[run,crun]:-}")" \
+        "$(ratio "${MED[run,rloxsc]}" "${MED[run,crun+h]}")" "$(ratio "$(cpu rloxsc)" "$(cpu crun+h)")" \
+        "$(ratio "${TPUT[rloxsc]:-}" "${TPUT[crun+h]:-}")" "$(ratio "${CALLS[rloxsc]:-}" "${CALLS[crun+h]:-}")" \
+        "$STATE_FS" >>"$REPO/docs/benchmarks.md"
+    log "recorded in docs/benchmarks.md"
+fi
+
 rc=0
+[ "${SOAK_FAIL:-0}" -gt 0 ] && { echo "WARNING: $SOAK_FAIL of $SOAK soak containers failed"; rc=1; }
 for r in "${RUNTIMES_ALL[@]}"; do
     left=$(( ${LEFT[run,$r]:-0} + ${LEFT[lifecycle,$r]:-0} ))
     [ "$left" -gt 0 ] && { echo "WARNING: $r left $left container(s) behind (run/delete leaks state)"; rc=1; }
