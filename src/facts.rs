@@ -234,7 +234,14 @@ pub fn gather(
             }
         }
     }
-    for m in spec.mounts().iter().flatten() {
+    // (only a bind's source is a path: "proc" or "tmpfs" names a filesystem, and looking it up in
+    // the bundle would cost a path walk each)
+    for m in spec
+        .mounts()
+        .iter()
+        .flatten()
+        .filter(|m| crate::harden::filesystem::is_bind(m))
+    {
         if let Some(src) = m.source() {
             // OCI: a relative source is relative to the bundle (libcontainer would resolve it against
             // rloxsc's working directory, which may be `/`)

@@ -95,7 +95,8 @@ fn opts(m: &Mount) -> Vec<String> {
     m.options().clone().unwrap_or_default()
 }
 
-fn is_bind(m: &Mount) -> bool {
+/// Whether `m` is a bind mount (type `bind`, or a `bind`/`rbind` option): its source is a path.
+pub(crate) fn is_bind(m: &Mount) -> bool {
     m.typ().as_deref() == Some("bind") || opts(m).iter().any(|o| o == "bind" || o == "rbind")
 }
 

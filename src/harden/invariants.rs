@@ -11,6 +11,7 @@ use std::path::{Component, Path, PathBuf};
 
 use oci_spec::runtime::{Capability, Mount, PosixRlimitType, Spec};
 
+use super::filesystem::is_bind;
 use super::HostFacts;
 use crate::policy::{self, Policy};
 
@@ -19,10 +20,6 @@ pub const KEY: &str = crate::policy::keys::INVARIANTS;
 
 fn opts(m: &Mount) -> Vec<String> {
     m.options().clone().unwrap_or_default()
-}
-
-fn is_bind(m: &Mount) -> bool {
-    m.typ().as_deref() == Some("bind") || opts(m).iter().any(|o| o == "bind" || o == "rbind")
 }
 
 fn has(o: &[String], f: &str) -> bool {
