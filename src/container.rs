@@ -49,6 +49,24 @@ pub fn load(layout: &Layout, id: &str) -> Result<Container> {
     Ok(c)
 }
 
+/// The state letter of process `pid` and whether it is exiting (`PF_EXITING`: it called exit or was
+/// killed, and the kernel is tearing it down), from `/proc/<pid>/stat`; `None` when it is gone.
+pub fn process_state(pid: i32) -> Option<(char, bool)> {
+    const PF_EXITING: u64 = 0x4;
+    let stat = crate::fsutil::read_small_string(format!("/proc/{pid}/stat")).ok()?;
+    // the fields after the command name's closing parenthesis: state, ppid, pgrp, session, tty,
+    // tpgid, flags
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let flags: u64 = fields.get(6)?.parse().ok()?;
+    Some((fields.first()?.chars().next()?, flags & PF_EXITING != 0))
+}
+
+/// Whether process `pid` has ended: gone, a zombie, or exiting.
+pub fn process_ended(pid: i32) -> bool {
+    process_state(pid).is_none_or(|(state, exiting)| exiting || state == 'Z' || state == 'X')
+}
+
 /// Parses a signal as runc does: a name with or without `SIG` (any case), `RTMIN+N`/`RTMAX-N`, or a number.
 pub fn parse_signal(s: &str) -> Result<i32> {
     let up = s.trim().to_ascii_uppercase();

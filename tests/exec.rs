@@ -213,6 +213,9 @@ fn exec_of_a_missing_binary_says_so_and_env_cwd_user_apply() {
     assert_eq!(lines, ["bar", "/tmp", "65534", "65534"], "{out}");
 }
 
+/// Exec into a container that is dying (its init killed a moment before) or stopped fails with
+/// runc's words, "cannot exec in a stopped container" (issue #32, 6: a dying one answered "Internal
+/// error ... please report this procfs bug", a stopped one "it is stopped").
 #[test]
 fn exec_into_a_stopped_or_unknown_container_fails() {
     if !require_prereqs(Need::Runtime) {
@@ -223,10 +226,20 @@ fn exec_into_a_stopped_or_unknown_container_fails() {
     assert!(out.stderr.contains("does not exist"), "{out}");
     let c = careless_running(&env);
     env.rloxsc(&["kill", &c.id, "KILL"]).expect_ok();
+    // dying: no wait between the kill and the exec
+    let out = env.rloxsc(&["exec", &c.id, "true"]);
+    assert_ne!(out.code, 0, "{out}");
+    assert!(
+        out.stderr.contains("cannot exec in a stopped container"),
+        "{out}"
+    );
     assert!(env.wait_for_status(&c.id, "stopped", std::time::Duration::from_secs(5)));
     let out = env.rloxsc(&["exec", &c.id, "true"]);
     assert_ne!(out.code, 0, "{out}");
-    assert!(out.stderr.contains("stopped"), "{out}");
+    assert!(
+        out.stderr.contains("cannot exec in a stopped container"),
+        "{out}"
+    );
 }
 
 // Issue #32 (4): `exec --cgroup` of a sub-cgroup that does not exist made it (runc refuses: the

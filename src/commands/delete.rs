@@ -112,25 +112,16 @@ fn release(ctx: &Context, id: &str) -> Result<()> {
 /// How long a delete waits for an init that is exiting to finish its exit.
 const EXIT_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// Whether process `pid` is exiting (`PF_EXITING` in its flags: it called exit or was killed, and
-/// the kernel is tearing it down), in which case this waits (bounded) until it has become a zombie
-/// or is gone; true when it waited.
+/// Whether process `pid` is exiting ([`container::process_state`]), in which case this waits
+/// (bounded) until it has become a zombie or is gone; true when it waited.
 fn wait_for_exit(pid: i32) -> bool {
-    const PF_EXITING: u64 = 0x4;
-    // the state letter and the flags, after the command name's closing parenthesis
-    let read = || -> Option<(char, u64)> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let rest = &stat[stat.rfind(')')? + 1..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        Some((fields.first()?.chars().next()?, fields.get(6)?.parse().ok()?))
-    };
-    match read() {
-        Some((state, flags)) if flags & PF_EXITING != 0 && state != 'Z' => {}
+    match container::process_state(pid) {
+        Some((state, true)) if state != 'Z' => {}
         _ => return false,
     }
     let until = std::time::Instant::now() + EXIT_WAIT;
     while std::time::Instant::now() < until {
-        match read() {
+        match container::process_state(pid) {
             Some((state, _)) if state != 'Z' && state != 'X' => {
                 std::thread::sleep(std::time::Duration::from_micros(500))
             }

@@ -232,6 +232,14 @@ pub fn exec(ctx: &Context, opts: &ExecOptions) -> Result<i32> {
             opts.id
         );
     }
+    // an init that has ended but is still tearing down counts as stopped, as under runc
+    let ended = c.pid().is_some_and(|p| container::process_ended(p.as_raw()));
+    if ended || c.status() == libcontainer::container::ContainerStatus::Stopped {
+        bail!(
+            "cannot exec in container {:?}: cannot exec in a stopped container",
+            opts.id
+        );
+    }
     if !(c.can_exec() || created || opts.ignore_paused && paused) {
         bail!(
             "cannot exec in container {:?}: it is {}",

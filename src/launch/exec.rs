@@ -103,6 +103,14 @@ pub fn exec(
             .build()
     })
     .map_err(|e| {
+        // the container ended while its exec was being set up (libcontainer then fails wherever it
+        // was, procfs with "please report this procfs bug"): runc's words for that
+        if crate::container::process_ended(init_pid) {
+            return anyhow!(
+                "cannot exec in container {:?}: cannot exec in a stopped container",
+                req.id
+            );
+        }
         anyhow!(
             "cannot exec in container {:?}: {}",
             req.id,
