@@ -248,7 +248,7 @@ pub fn namespace_fd(uid_map: &str, gid_map: &str) -> Result<OwnedFd> {
     let stack = ChildStack::new().context("cannot map a stack for the user-namespace holder")?;
     let parent = nix::unistd::getpid().as_raw() as usize;
     // SAFETY: `hold` makes raw system calls only and reads nothing but its argument; `stack` is
-    // dropped only after the child is killed and reaped below
+    // never unmapped (leaked once the child is killed below)
     let child = unsafe {
         clone_vm(
             hold,
@@ -274,9 +274,26 @@ pub fn namespace_fd(uid_map: &str, gid_map: &str) -> Result<OwnedFd> {
         Ok(OwnedFd::from(f))
     })();
     let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
-    let _ = nix::sys::wait::waitpid(child, None);
-    drop(stack);
+    // reaped later ([`reap_holders`]), off create's path: the holder's exit took up to 2 ms to be
+    // waited for; its stack stays mapped until this process ends (it may still be on it now)
+    stack.leak();
+    KILLED_HOLDERS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(child);
     res
+}
+
+/// User-namespace holders killed and not reaped yet.
+static KILLED_HOLDERS: std::sync::Mutex<Vec<nix::unistd::Pid>> = std::sync::Mutex::new(Vec::new());
+
+/// Reaps the user-namespace holders [`namespace_fd`] killed (each got SIGKILL: the wait is short,
+/// and by the end of a create they are long gone).
+pub fn reap_holders() {
+    let killed = std::mem::take(&mut *KILLED_HOLDERS.lock().unwrap_or_else(|e| e.into_inner()));
+    for pid in killed {
+        let _ = nix::sys::wait::waitpid(pid, None);
+    }
 }
 
 /// Whether this host can give containers user namespaces and idmapped mounts: creates a user

@@ -692,6 +692,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         write_pid_file(pid_file, pid.as_raw())?;
     }
     tracing::debug!("create {id}: verified at {:?}", t0.elapsed());
+    crate::userns::reap_holders();
     Ok(Created {
         container,
         console: own_console,
