@@ -120,7 +120,10 @@ impl Footprint {
             },
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&dir);
-                bail!("cannot write the container footprint in {}: {e}", dir.display());
+                bail!(
+                    "cannot write the container footprint in {}: {e}",
+                    dir.display()
+                );
             }
         };
         if let Err(e) = f.save() {
@@ -160,7 +163,10 @@ impl Footprint {
         };
         let mut bytes = serde_json::to_vec(&self.ledger)?;
         if bytes.len() > PAGE {
-            bail!("the container footprint outgrew a page ({} bytes)", bytes.len());
+            bail!(
+                "the container footprint outgrew a page ({} bytes)",
+                bytes.len()
+            );
         }
         let len = bytes.len();
         bytes.resize(len.max(self.written), b' ');
@@ -364,7 +370,8 @@ pub fn unfinished_create_processes(root: &Path, id: &str) -> Vec<i32> {
 /// Reads the ledger of container `id` for a verb that needs what it holds (the store, for `exec`).
 pub fn ledger_of(layout: &Layout, id: &str) -> Result<Ledger> {
     let f = layout.bundle_dir(id).join(FILE);
-    let b = crate::fsutil::read_small(&f).with_context(|| format!("cannot read {}", f.display()))?;
+    let b =
+        crate::fsutil::read_small(&f).with_context(|| format!("cannot read {}", f.display()))?;
     serde_json::from_slice(&b).with_context(|| format!("{} is not rloxsc's footprint", f.display()))
 }
 

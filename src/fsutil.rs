@@ -163,7 +163,12 @@ pub fn remove_tree_within_mount(dir: &Path) -> Option<Result<()>> {
                 Ok(Some(p)) => p,
                 Ok(None) => return None,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Some(Err(anyhow::anyhow!("cannot remove {}: {e}", shown.display()))),
+                Err(e) => {
+                    return Some(Err(anyhow::anyhow!(
+                        "cannot remove {}: {e}",
+                        shown.display()
+                    )))
+                }
             };
             if mount_root {
                 return Some(Err(anyhow::anyhow!(
@@ -181,7 +186,10 @@ pub fn remove_tree_within_mount(dir: &Path) -> Option<Result<()>> {
                     },
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                     Err(e) => {
-                        return Some(Err(anyhow::anyhow!("cannot remove {}: {e}", shown.display())))
+                        return Some(Err(anyhow::anyhow!(
+                            "cannot remove {}: {e}",
+                            shown.display()
+                        )))
                     }
                 }
                 flags = libc::AT_REMOVEDIR;
@@ -190,7 +198,10 @@ pub fn remove_tree_within_mount(dir: &Path) -> Option<Result<()>> {
             if unsafe { libc::unlinkat(raw, name.as_ptr(), flags) } != 0 {
                 let e = std::io::Error::last_os_error();
                 if e.kind() != std::io::ErrorKind::NotFound {
-                    return Some(Err(anyhow::anyhow!("cannot remove {}: {e}", shown.display())));
+                    return Some(Err(anyhow::anyhow!(
+                        "cannot remove {}: {e}",
+                        shown.display()
+                    )));
                 }
             }
         }
@@ -223,9 +234,9 @@ pub fn remove_tree_within_mount(dir: &Path) -> Option<Result<()>> {
         Err(e) => return Some(Err(e)),
     }
     match std::fs::remove_dir(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Some(
-            Err(e).with_context(|| format!("cannot remove {}", dir.display())),
-        ),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Some(Err(e).with_context(|| format!("cannot remove {}", dir.display())))
+        }
         _ => Some(Ok(())),
     }
 }
@@ -480,7 +491,10 @@ mod tests {
         };
         if rc == 0 {
             std::fs::write(tree.join("m/inside"), "z").unwrap();
-            let e = remove_tree_within_mount(&tree).unwrap().unwrap_err().to_string();
+            let e = remove_tree_within_mount(&tree)
+                .unwrap()
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("still mounted"), "{e}");
             assert!(tree.join("m/inside").exists());
             // SAFETY: umount2 of the tmpfs mounted above

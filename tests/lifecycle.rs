@@ -115,7 +115,10 @@ fn start_returns_once_the_payload_runs() {
     });
     let bundle = env.bundle(&spec);
     env.create(&bundle, &id).expect_ok();
-    let pid = env.state(&id).and_then(|s| s["pid"].as_i64()).expect("the init's pid");
+    let pid = env
+        .state(&id)
+        .and_then(|s| s["pid"].as_i64())
+        .expect("the init's pid");
     env.rloxsc(&["start", &id]).expect_ok();
     let comm = read_trimmed(format!("/proc/{pid}/comm"));
     assert_eq!(

@@ -124,15 +124,22 @@ pub fn procs_in(dir: &Path) -> Vec<i32> {
 
 /// Reads `key N` from a flat-keyed cgroup file (`memory.events`, `pids.events`, `memory.oom_control`).
 pub fn read_key(path: &Path, key: &str) -> Option<u64> {
-    crate::fsutil::read_small_string(path).ok()?.lines().find_map(|l| {
-        let (k, v) = l.split_once(' ')?;
-        (k == key).then(|| v.trim().parse().ok()).flatten()
-    })
+    crate::fsutil::read_small_string(path)
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            (k == key).then(|| v.trim().parse().ok()).flatten()
+        })
 }
 
 /// Reads a single-number cgroup file.
 pub fn read_u64(path: &Path) -> Option<u64> {
-    crate::fsutil::read_small_string(path).ok()?.trim().parse().ok()
+    crate::fsutil::read_small_string(path)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 // What libcontainer leaves out of cgroup setup, done from outside once the init exists.

@@ -233,7 +233,9 @@ pub fn exec(ctx: &Context, opts: &ExecOptions) -> Result<i32> {
         );
     }
     // an init that has ended but is still tearing down counts as stopped, as under runc
-    let ended = c.pid().is_some_and(|p| container::process_ended(p.as_raw()));
+    let ended = c
+        .pid()
+        .is_some_and(|p| container::process_ended(p.as_raw()));
     if ended || c.status() == libcontainer::container::ContainerStatus::Stopped {
         bail!(
             "cannot exec in container {:?}: cannot exec in a stopped container",

@@ -162,13 +162,15 @@ pub fn contain_interfaces(pid: i32) -> Result<Vec<String>> {
 
 /// The names of every interface of the network namespace of `pid` (`/proc/<pid>/net/dev`).
 pub fn names(pid: i32) -> Result<Vec<String>> {
-    Ok(crate::fsutil::read_small_string(format!("/proc/{pid}/net/dev"))
-        .with_context(|| format!("cannot read /proc/{pid}/net/dev"))?
-        .lines()
-        .skip(2)
-        .filter_map(|l| l.split(':').next().map(|n| n.trim().to_string()))
-        .filter(|n| !n.is_empty())
-        .collect())
+    Ok(
+        crate::fsutil::read_small_string(format!("/proc/{pid}/net/dev"))
+            .with_context(|| format!("cannot read /proc/{pid}/net/dev"))?
+            .lines()
+            .skip(2)
+            .filter_map(|l| l.split(':').next().map(|n| n.trim().to_string()))
+            .filter(|n| !n.is_empty())
+            .collect(),
+    )
 }
 
 /// The interfaces of the network namespace of `pid` besides the kernel's own ([`KERNEL_DEVICES`]):
