@@ -64,7 +64,7 @@ lint: deps docs-check
 # the fuzz targets, the cgroup v2 suite in a throwaway QEMU guest, the kernel matrix's Debian 12 6.1
 # (cgroupfs driver) and 6.12 with systemd as PID 1 (systemd driver) cells and the refusal on Debian
 # 11's 5.10 (QEMU guests), runc's own integration suite against rloxsc and runc, Docker, Podman, ctr,
-# containerd 1.6's and 2.x's CRI and the code-eval clients (llm-sandbox, the docker SDK) driving
+# containerd 1.6's and 2.x's CRI, agent frameworks (SWE-ReX, smolagents, autogen) and the code-eval clients (llm-sandbox, the docker SDK) driving
 # rloxsc, the workload comparison and contrib/code-eval.
 test: lint build build-fault bundles
 	@[ "$$(id -u)" = 0 ] || { echo "make test needs root: the integration tests create real containers" >&2; exit 1; }

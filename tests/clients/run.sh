@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/clients/run.sh [docker|bridge|podman|ctr|cri|cri2|codeeval|all]... - rloxsc driven by the real clients (as root).
+# tests/clients/run.sh [docker|bridge|agents|podman|ctr|cri|cri2|codeeval|all]... - rloxsc driven by the real clients (as root).
 #
 # Installs what it needs from Debian's archive (docker.io, containerd, podman, conmon, runc, jq,
 # containernetworking-plugins, python3-venv; /usr/sbin/policy-rc.d first, so no daemon auto-starts) and,
@@ -33,12 +33,13 @@ export W=/tmp/rloxsc-clients-$$
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 export RX_LIB RLOXSC W
 
-usage() { echo "usage: $0 [docker|bridge|podman|ctr|cri|cri2|codeeval|all]..." >&2; exit 2; }
+usage() { echo "usage: $0 [docker|bridge|agents|podman|ctr|cri|cri2|codeeval|all]..." >&2; exit 2; }
 CLIENTS=()
 for a in "${@:-all}"; do
     case $a in
-        all) CLIENTS+=(docker bridge podman ctr cri cri2 codeeval) ;;
+        all) CLIENTS+=(docker bridge agents podman ctr cri cri2 codeeval) ;;
         docker|bridge|podman|ctr|cri|cri2) CLIENTS+=("$a") ;;
+        agents) CLIENTS+=("$a") ;;   # ~3 min, the first time +1 min to build its image (cached)
         codeeval) CLIENTS+=("$a") ;;   # ~5-8 min, the first time +2-5 min to build its image (cached)
         -h|--help) usage ;;
         *) echo "unknown client: $a" >&2; usage ;;
@@ -100,10 +101,14 @@ cleanup() {
     # the bridge dockerd's network namespace (its daemon is stopped above)
     [ ! -f "$W/bridge-netns" ] || ip netns del "$(cat "$W/bridge-netns")" 2>/dev/null
     # the pods' cgroup parent (rloxsc made it; empty once every pod is gone) and the CRI's state dir
-    for d in /sys/fs/cgroup/*/"$CRI_CGROUP_PARENT"; do
+    for d in /sys/fs/cgroup/*/"$CRI_CGROUP_PARENT" /sys/fs/cgroup/*/rloxsc-ci-brcri; do
         [ ! -d "$d" ] || rmdir "$d" 2>/dev/null || echo "cgroup $d is not empty: left in place"
     done
     rx_cri2_cleanup_dirs
+    # the bridge namespace's CRI containerd (bridge.sh): its pods are removed by the scenario
+    if [ -d "/run/${W##*/}-brcri" ] && ! grep -qF " /run/${W##*/}-brcri/" /proc/self/mountinfo; then
+        rm -rf --one-file-system "/run/${W##*/}-brcri"
+    fi
     if grep -qF -e " $W/" -e " $CRI_STATE/" /proc/self/mountinfo; then
         echo "mounts left under $W or $CRI_STATE: both left in place"; RLOXSC_KEEP_WORKDIR=1
     else
@@ -133,6 +138,7 @@ for c in "${CLIENTS[@]}"; do
     case $c in
         docker) PKGS+=(docker.io containerd runc tini) ;;
         bridge) PKGS+=(docker.io containerd runc iproute2 podman conmon containernetworking-plugins) ;;
+        agents) PKGS+=(docker.io containerd runc iproute2 podman conmon containernetworking-plugins python3-venv mmdebstrap) ;;
         podman) PKGS+=(podman conmon runc) ;;
         ctr) PKGS+=(containerd runc) ;;
         cri) PKGS+=(containerd containernetworking-plugins python3-venv) ;;
@@ -183,6 +189,16 @@ setup_bridge() {
     # shellcheck source=tests/clients/bridge.sh
     source "$RX_DIR/bridge.sh"
     rx_ensure_bridge_dockerd || { echo "the bridge dockerd did not start in its namespace"; return 1; }
+}
+
+# agent frameworks (SWE-ReX, smolagents, autogen) on the bridge dockerd (tests/clients/agents.sh)
+setup_agents() {
+    rx_ensure_containerd || { echo "containerd did not start"; return 1; }
+    # shellcheck source=tests/clients/bridge.sh
+    source "$RX_DIR/bridge.sh"
+    # shellcheck source=tests/clients/agents.sh
+    source "$RX_DIR/agents.sh"
+    ag_setup
 }
 
 setup_podman() {
@@ -241,6 +257,7 @@ for client in "${CLIENTS[@]}"; do
     echo "== $client"
     src=$client; [ "$client" != cri2 ] || src=cri    # cri2: cri.sh's scenarios against containerd 2.x
     export RX_CLIENT=$client RX_SOURCES="$RX_DIR/$src.sh"
+    [ "$client" != agents ] || RX_SOURCES="$RX_DIR/bridge.sh $RX_DIR/agents.sh"   # (on bridge.sh's dockerd)
     RX_PREREQ_MISSING=
     if [ -n "$RX_SETUP_ERROR" ]; then
         RX_PREREQ_MISSING=$RX_SETUP_ERROR
