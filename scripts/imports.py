@@ -96,10 +96,10 @@ LAYERS = [
     ("foundations", ["errors", "fsutil", "mountapi", "mountinfo", "vmchild", "cgroups", "policy",
                      "duration", "trust", "tty", "network::allow"]),
     # 1 the pure policy: the hardening transform, the seccomp allowlist, the policy file
-    ("policy", ["harden", "seccomp", "policy_file"]),
+    ("policy", ["harden", "seccomp", "policy_file", "limits::rules"]),
     # 2 the host side of one container: state, identity, filesystem, verification, records
     ("mechanics", ["bundle", "context", "fault", "executor", "exeseal", "facts", "idmap", "userns",
-                   "subids", "kernel_features", "network", "views", "rootfs", "custodian",
+                   "subids", "kernel_features", "network", "limits", "views", "rootfs", "custodian",
                    "footprint", "container", "record", "verify", "logging", "docs_check", "fuzzing"]),
     # 3 the one launch path (create, exec, the foreground wait)
     ("launch", ["launch"]),

@@ -74,6 +74,12 @@ pub struct CreateArgs {
     /// Number of extra file descriptors (from 3) passed to the container.
     #[arg(long = "preserve-fds", default_value_t = 0)]
     pub preserve_fds: i32,
+    /// Kill the container once all its processes together used this much CPU time (e.g. 1s, 500ms).
+    #[arg(long = "cpu-time")]
+    pub cpu_time: Option<String>,
+    /// RLIMIT_FSIZE of every process of the container (bytes, or with K, M, G).
+    #[arg(long = "file-size")]
+    pub file_size: Option<String>,
     /// Container id.
     pub id: String,
 }
@@ -470,6 +476,9 @@ fn help_text(verb: Option<&str>) -> std::result::Result<String, String> {
 /// Parses the command line, runs the verb and returns the process exit status.
 pub fn main() -> i32 {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(crate::limits::cpu::WATCH_ARG) {
+        return crate::limits::cpu::watch_main(&args);
+    }
     if let Some(verb) = help_request(&args) {
         // SAFETY: single-threaded at this point; restores the default disposition of one signal
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
@@ -670,7 +679,24 @@ fn create_options(
     if a.preserve_fds < 0 {
         bail!("--preserve-fds must not be negative");
     }
+    let limits = crate::limits::Requested {
+        cpu_time: a
+            .cpu_time
+            .as_deref()
+            .map(crate::duration::parse_duration)
+            .transpose()?,
+        file_size: a
+            .file_size
+            .as_deref()
+            .map(|v| {
+                crate::limits::rules::parse_size(v)
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| anyhow::anyhow!("invalid --file-size {v:?} (e.g. 2M, 1048576)"))
+            })
+            .transpose()?,
+    };
     Ok(CreateOptions {
+        limits,
         id: a.id.clone(),
         bundle: a.bundle.clone(),
         pid_file: a.pid_file.clone(),
@@ -859,6 +885,8 @@ mod tests {
             no_pivot: true,
             no_new_keyring: false,
             preserve_fds: 0,
+            cpu_time: None,
+            file_size: None,
             id: "x".into(),
         };
         assert!(create_options(&a, true, crate::cgroups::Driver::Cgroupfs)

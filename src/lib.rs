@@ -31,6 +31,7 @@ pub mod harden;
 pub mod idmap;
 pub mod kernel_features;
 pub mod launch;
+pub mod limits;
 pub mod logging;
 pub mod mountapi;
 pub mod mountinfo;

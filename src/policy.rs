@@ -54,6 +54,10 @@ pub mod keys {
     pub const PTYS: &str = "limits.ptys";
     /// How long a create may take before everything it started is killed.
     pub const CREATE_TIMEOUT: &str = "limits.create_timeout";
+    /// CPU time of the whole container (every process, from its cgroup): it is killed when spent.
+    pub const CPU_TIME: &str = "limits.cpu_time";
+    /// RLIMIT_FSIZE of every process of the container, exec'd ones included.
+    pub const FILE_SIZE: &str = "limits.file_size";
     /// Raw cgroup v2 `unified` keys a caller may set.
     pub const UNIFIED: &str = "limits.unified";
     /// The capability set a container may hold.
@@ -112,6 +116,8 @@ pub mod keys {
         PRIORITY,
         PTYS,
         CREATE_TIMEOUT,
+        CPU_TIME,
+        FILE_SIZE,
         UNIFIED,
         CAPABILITIES,
         NO_NEW_PRIVS,
@@ -145,6 +151,35 @@ impl Limit {
             Some(v) if v > self.ceiling => self.ceiling,
             Some(v) => v,
         }
+    }
+}
+
+/// A limit that is off unless the policy, an annotation or a flag sets it: the value applied, and the
+/// highest a request is kept at (`None`: no ceiling). A default above the ceiling is the ceiling.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OptionalLimit {
+    /// Applied when nothing tightens it; `None`: no limit.
+    pub default: Option<u64>,
+    /// The highest value a request is kept at.
+    pub ceiling: Option<u64>,
+}
+
+impl OptionalLimit {
+    /// The value in force: the default, never above the ceiling (a ceiling alone is the value).
+    pub fn value(&self) -> Option<u64> {
+        match (self.default, self.ceiling) {
+            (Some(d), Some(c)) => Some(d.min(c)),
+            (d, c) => d.or(c),
+        }
+    }
+
+    /// Tightens the value in force to `v` when `v` is lower (an annotation or a flag: never looser).
+    pub fn tighten(&mut self, v: u64) -> bool {
+        if self.value().is_some_and(|cur| cur <= v) {
+            return false;
+        }
+        self.default = Some(v);
+        true
     }
 }
 
@@ -225,6 +260,13 @@ pub struct Policy {
     pub extra_syscalls: Vec<String>,
     /// Where `delete` writes a run record for every container (off when `None`).
     pub records_dir: Option<std::path::PathBuf>,
+    /// CPU time of the whole container, milliseconds (every process, counted from its cgroup); off
+    /// by default (see [`crate::limits`]).
+    #[serde(default)]
+    pub cpu_time_ms: OptionalLimit,
+    /// RLIMIT_FSIZE of every process of the container, bytes; off by default.
+    #[serde(default)]
+    pub file_size_bytes: OptionalLimit,
     /// Seconds a create may take (libcontainer's create, hooks included) before everything it
     /// started is killed and the create fails; a `run --timeout` shorter than this bounds it too.
     pub create_timeout_s: u64,
@@ -479,6 +521,8 @@ impl Default for Policy {
             extra_syscalls: Vec::new(),
             records_dir: None,
             create_timeout_s: 60,
+            cpu_time_ms: OptionalLimit::default(),
+            file_size_bytes: OptionalLimit::default(),
             userns_pool: Pool::default(),
         }
     }

@@ -11,6 +11,8 @@
 //! nofile = { default = 1024, ceiling = 65536 }
 //! tmpfs = { default = "64M", ceiling = "1G" }
 //! store = { default = "256M", ceiling = "4G" }   # what a container writes outside its tmpfs and binds
+//! cpu_time = { default = "10s", ceiling = "60s" } # CPU time of the whole container (off unless set)
+//! file_size = { ceiling = "1G" }                  # RLIMIT_FSIZE of every process (off unless set)
 //! [capabilities]
 //! allowed = ["CAP_CHOWN", "CAP_KILL"]
 //! [network]
@@ -64,6 +66,8 @@ struct LimitsSection {
     store: Option<LimitFile>,
     ptys: Option<LimitFile>,
     create_timeout: Option<Num>,
+    cpu_time: Option<LimitFile>,
+    file_size: Option<LimitFile>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -185,6 +189,29 @@ fn limit(name: &str, f: &Option<LimitFile>, base: Limit, min: u64, max: u64) -> 
     Ok(Limit { default, ceiling })
 }
 
+/// `limits.cpu_time` or `limits.file_size`: off unless given; a ceiling alone is also the default,
+/// a default never above the ceiling, neither 0.
+fn optional_limit(
+    name: &str,
+    f: &Option<LimitFile>,
+    value: impl Fn(&Num) -> Result<u64>,
+) -> Result<crate::policy::OptionalLimit> {
+    let Some(f) = f else {
+        return Ok(Default::default());
+    };
+    let default = f.default.as_ref().map(&value).transpose()?;
+    let ceiling = f.ceiling.as_ref().map(&value).transpose()?;
+    if default == Some(0) || ceiling == Some(0) {
+        bail!("limits.{name}: 0 is not a limit (leave it out for none)");
+    }
+    if let (Some(d), Some(c)) = (default, ceiling) {
+        if d > c {
+            bail!("limits.{name}.default {d} is above the ceiling {c}");
+        }
+    }
+    Ok(crate::policy::OptionalLimit { default, ceiling })
+}
+
 /// Parses one `filesystem.writable` entry: a path absolute and normalized, `$WORKDIR` or `$HOME`,
 /// never a system path (nor a directory holding one). Sizes (`PATH=SIZE`) are gone: every writable
 /// path shares the container's store (`limits.store`).
@@ -276,6 +303,13 @@ pub fn parse(text: &str) -> Result<Policy> {
             }
             p.create_timeout_s = secs;
         }
+        p.cpu_time_ms = optional_limit("cpu_time", &l.cpu_time, |n| match n {
+            Num::Int(secs) => Ok(secs.saturating_mul(1000)),
+            Num::Text(t) => crate::duration::parse_duration(t)
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+                .map_err(|_| anyhow!("limits.cpu_time {t:?} is not a duration (e.g. \"10s\")")),
+        })?;
+        p.file_size_bytes = optional_limit("file_size", &l.file_size, num)?;
     }
     if let Some(c) = file.capabilities.as_ref().and_then(|c| c.allowed.as_ref()) {
         let mut caps = Vec::new();
@@ -451,6 +485,25 @@ pub fn render(p: &Policy, source: Option<&Path>) -> String {
         p.pids.default, p.pids.ceiling, p.memory_bytes.default, p.memory_bytes.ceiling, p.nofile.default, p.nofile.ceiling,
         p.tmpfs_bytes.default, p.tmpfs_bytes.ceiling, p.store_bytes.default, p.store_bytes.ceiling, p.ptys.default, p.ptys.ceiling, p.create_timeout_s, caps.join(", "), p.network.as_str(), p.egress_allow.iter().map(|e| toml_string(&e.to_string())).collect::<Vec<_>>().join(", "), p.writable_binds, p.writable.iter().map(|w| toml_string(&w.path)).collect::<Vec<_>>().join(", "), extra.join(", "), toml_string(&p.cgroup_parent), p.userns_pool.start, p.userns_pool.blocks,
     );
+    let judge = |name: &str, l: &crate::policy::OptionalLimit, show: &dyn Fn(u64) -> String| {
+        let parts: Vec<String> = [("default", l.default), ("ceiling", l.ceiling)]
+            .iter()
+            .filter_map(|(k, v)| v.map(|v| format!("{k} = {}", show(v))))
+            .collect();
+        (!parts.is_empty()).then(|| format!("{name} = {{ {} }}\n", parts.join(", ")))
+    };
+    let extra_limits: String = [
+        judge("cpu_time", &p.cpu_time_ms, &|ms| format!("\"{ms}ms\"")),
+        judge("file_size", &p.file_size_bytes, &|b| b.to_string()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !extra_limits.is_empty() {
+        // (still in [limits]: inserted after create_timeout)
+        let at = s.find("\n\n[capabilities]").unwrap_or(s.len());
+        s.insert_str(at + 1, &extra_limits);
+    }
     if let Some(d) = &p.records_dir {
         s.push_str(&format!(
             "\n[records]\ndir = {}\n",
@@ -486,7 +539,7 @@ mod tests {
 
     #[test]
     fn round_trip_of_the_rendered_policy() {
-        let p = parse("[limits]\npids = { default = 100, ceiling = 200 }\nmemory = { default = \"64M\", ceiling = \"1G\" }\n[network]\nmode = \"namespace\"\negress_allow = [\"10.1.2.3:3128\", \"fd00::/64\"]\n[records]\ndir = \"/var/lib/rloxsc/records\"\n").unwrap();
+        let p = parse("[limits]\npids = { default = 100, ceiling = 200 }\nmemory = { default = \"64M\", ceiling = \"1G\" }\ncpu_time = { default = \"1.5s\", ceiling = 60 }\nfile_size = { ceiling = \"2M\" }\n[network]\nmode = \"namespace\"\negress_allow = [\"10.1.2.3:3128\", \"fd00::/64\"]\n[records]\ndir = \"/var/lib/rloxsc/records\"\n").unwrap();
         assert_eq!(
             p.pids,
             Limit {
@@ -495,6 +548,11 @@ mod tests {
             }
         );
         assert_eq!(p.memory_bytes.default, 64 << 20);
+        assert_eq!(p.cpu_time_ms.value(), Some(1500));
+        assert_eq!(p.cpu_time_ms.ceiling, Some(60_000));
+        assert_eq!(p.file_size_bytes.value(), Some(2 << 20));
+        assert!(parse("[limits]\nfile_size = { default = 0 }").is_err());
+        assert!(parse("[limits]\ncpu_time = { default = \"2s\", ceiling = \"1s\" }").is_err());
         assert_eq!(p.network, NetworkMode::Namespace);
         assert_eq!(
             crate::network::allow::format_list(&p.egress_allow),

@@ -1,7 +1,8 @@
 //! Per-run records: how a container run ended, read from the kernel, never guessed.
 //!
 //! `rloxsc run --record FILE` writes one JSON object when the container ends: exit code or signal, a
-//! status (`ok`, `nonzero`, `signaled`, `oom_killed`, `timed_out`, `pids_limit_hit`), wall and CPU time,
+//! status (`ok`, `nonzero`, `signaled`, `oom_killed`, `timed_out`, `pids_limit_hit`,
+//! `cpu_time_exceeded`, `file_size_exceeded`: see [`status`]), wall and CPU time,
 //! peak memory, whether the OOM killer or the pids limit struck (from the cgroup's own counters: v1
 //! `memory.oom_control` `oom_kill`, `pids.events` `max`; v2 `memory.events` `oom_kill`, `pids.events`),
 //! the limits in force and the tightenings rloxsc applied.
@@ -21,10 +22,27 @@ pub enum Ending {
     Signaled(i32),
 }
 
-/// The record's status: a timeout rloxsc enforced first, then an OOM kill, then the pids limit, then
-/// the exit itself (counters that could not be read decide nothing).
-pub fn status(ending: Ending, timed_out: bool, c: &CgroupReadings) -> &'static str {
-    if timed_out {
+/// What the judge limits ([`crate::limits`]) say of a run, from what the container cannot forge:
+/// the watchdog's verdict in rloxsc's state, and whether a file-size limit was in force when the
+/// kernel's SIGXFSZ ended the main process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Verdicts {
+    /// rloxsc killed the container at `--timeout`.
+    pub timed_out: bool,
+    /// The CPU-time watchdog killed the container.
+    pub cpu_time_exceeded: bool,
+    /// A file-size limit was in force.
+    pub file_size_limited: bool,
+}
+
+/// The record's status, the first that holds: a limit rloxsc enforced by killing the container
+/// (`cpu_time_exceeded`, then the wall time: `timed_out`), an OOM kill, the pids limit, the kernel's
+/// SIGXFSZ under a file-size limit (`file_size_exceeded`), then the exit itself (counters that could
+/// not be read decide nothing).
+pub fn status(ending: Ending, timed_out: bool, c: &CgroupReadings, v: Verdicts) -> &'static str {
+    if v.cpu_time_exceeded {
+        "cpu_time_exceeded"
+    } else if timed_out {
         "timed_out"
     } else if c.oom_kills > 0 {
         "oom_killed"
@@ -32,6 +50,7 @@ pub fn status(ending: Ending, timed_out: bool, c: &CgroupReadings) -> &'static s
         "pids_limit_hit"
     } else {
         match ending {
+            Ending::Signaled(libc::SIGXFSZ) if v.file_size_limited => "file_size_exceeded",
             Ending::Exited(0) => "ok",
             Ending::Exited(_) => "nonzero",
             Ending::Signaled(_) => "signaled",
@@ -39,10 +58,12 @@ pub fn status(ending: Ending, timed_out: bool, c: &CgroupReadings) -> &'static s
     }
 }
 
-/// The status when the exit is unknown (the client reaped the init): `oom_killed`, `pids_limit_hit`, or
-/// `exited`.
-pub fn status_without_exit(c: &CgroupReadings) -> &'static str {
-    if c.oom_kills > 0 {
+/// The status when the exit is unknown (the client reaped the init): `cpu_time_exceeded`,
+/// `oom_killed`, `pids_limit_hit`, or `exited`.
+pub fn status_without_exit(c: &CgroupReadings, v: Verdicts) -> &'static str {
+    if v.cpu_time_exceeded {
+        "cpu_time_exceeded"
+    } else if c.oom_kills > 0 {
         "oom_killed"
     } else if c.pids_limit_hits > 0 {
         "pids_limit_hit"
@@ -64,6 +85,10 @@ pub struct Limits {
     pub network_mode: Option<&'static str>,
     /// The egress allowlist in force at the end (under `inbound-only`).
     pub egress_allow: Option<Vec<String>>,
+    /// CPU time of the whole container, seconds (`limits.cpu_time`).
+    pub cpu_time_s: Option<f64>,
+    /// RLIMIT_FSIZE of every process, bytes (`limits.file_size`).
+    pub file_size_bytes: Option<u64>,
 }
 
 /// One run's record.
@@ -108,17 +133,18 @@ impl RunRecord {
     pub fn new(
         id: &str,
         ending: Option<Ending>,
-        timed_out: bool,
         wall_time_s: f64,
         c: &CgroupReadings,
+        v: Verdicts,
         limits: Limits,
         tightenings: Vec<String>,
     ) -> Self {
+        let timed_out = v.timed_out;
         RunRecord {
             id: id.to_string(),
             status: match ending {
-                Some(e) => status(e, timed_out, c),
-                None => status_without_exit(c),
+                Some(e) => status(e, timed_out, c, v),
+                None => status_without_exit(c, v),
             },
             exit_code: match ending {
                 Some(Ending::Exited(c)) => Some(c),
@@ -169,14 +195,24 @@ impl RunRecord {
                 .as_ref()
                 .filter(|p| p.network == crate::policy::NetworkMode::InboundOnly)
                 .map(|p| p.egress_allow.iter().map(ToString::to_string).collect()),
+            cpu_time_s: policy
+                .as_ref()
+                .and_then(|p| p.cpu_time_ms.value())
+                .map(|ms| ms as f64 / 1000.0),
+            file_size_bytes: policy.as_ref().and_then(|p| p.file_size_bytes.value()),
+        };
+        let verdicts = Verdicts {
+            timed_out,
+            cpu_time_exceeded: crate::limits::cpu::exceeded(&layout.container_dir(id)),
+            file_size_limited: limits.file_size_bytes.is_some(),
         };
         let tightenings = state.map(|m| m.changes).unwrap_or_default();
         Ok(RunRecord::new(
             id,
             ending,
-            timed_out,
             wall_time_s,
             &cg.counters(),
+            verdicts,
             limits,
             tightenings,
         ))
@@ -215,6 +251,8 @@ impl RunRecord {
                 timeout_s: timeout.map(|t| t.as_secs_f64()),
                 network_mode: None,
                 egress_allow: None,
+                cpu_time_s: None,
+                file_size_bytes: None,
             },
             cgroup: "unavailable",
             tightenings: vec![],
@@ -246,28 +284,103 @@ mod tests {
 
     #[test]
     fn statuses() {
-        assert_eq!(status(Ending::Exited(0), false, &readings(0, 0)), "ok");
-        assert_eq!(status(Ending::Exited(3), false, &readings(0, 0)), "nonzero");
         assert_eq!(
-            status(Ending::Signaled(15), false, &readings(0, 0)),
+            status(
+                Ending::Exited(0),
+                false,
+                &readings(0, 0),
+                Verdicts::default()
+            ),
+            "ok"
+        );
+        assert_eq!(
+            status(
+                Ending::Exited(3),
+                false,
+                &readings(0, 0),
+                Verdicts::default()
+            ),
+            "nonzero"
+        );
+        assert_eq!(
+            status(
+                Ending::Signaled(15),
+                false,
+                &readings(0, 0),
+                Verdicts::default()
+            ),
             "signaled"
         );
         assert_eq!(
-            status(Ending::Signaled(9), false, &readings(1, 0)),
+            status(
+                Ending::Signaled(9),
+                false,
+                &readings(1, 0),
+                Verdicts::default()
+            ),
             "oom_killed"
         );
         assert_eq!(
-            status(Ending::Exited(0), false, &readings(0, 7)),
+            status(
+                Ending::Exited(0),
+                false,
+                &readings(0, 7),
+                Verdicts::default()
+            ),
             "pids_limit_hit"
         );
         assert_eq!(
-            status(Ending::Signaled(9), true, &readings(1, 7)),
+            status(
+                Ending::Signaled(9),
+                true,
+                &readings(1, 7),
+                Verdicts::default()
+            ),
             "timed_out"
         );
     }
 
     // Under the systemd driver the scope is gone with the container's last process: a record says
     // it could not read the counters instead of claiming there was no OOM kill.
+    #[test]
+    fn judge_limit_statuses() {
+        let cpu = Verdicts {
+            cpu_time_exceeded: true,
+            ..Default::default()
+        };
+        let fsize = Verdicts {
+            file_size_limited: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            status(Ending::Signaled(9), true, &readings(1, 0), cpu),
+            "cpu_time_exceeded"
+        );
+        assert_eq!(
+            status_without_exit(&readings(1, 0), cpu),
+            "cpu_time_exceeded"
+        );
+        assert_eq!(
+            status(
+                Ending::Signaled(libc::SIGXFSZ),
+                false,
+                &readings(0, 0),
+                fsize
+            ),
+            "file_size_exceeded"
+        );
+        // without a limit in force, SIGXFSZ is only a signal (the payload may raise it itself)
+        assert_eq!(
+            status(
+                Ending::Signaled(libc::SIGXFSZ),
+                false,
+                &readings(0, 0),
+                Verdicts::default()
+            ),
+            "signaled"
+        );
+    }
+
     #[test]
     fn counters_that_could_not_be_read_are_null_not_zero() {
         let gone = CgroupReadings {
@@ -277,13 +390,15 @@ mod tests {
         let r = RunRecord::new(
             "x",
             Some(Ending::Signaled(9)),
-            false,
             1.0,
             &gone,
+            Verdicts::default(),
             Limits {
                 pids: None,
                 memory_bytes: None,
                 timeout_s: None,
+                cpu_time_s: None,
+                file_size_bytes: None,
                 network_mode: None,
                 egress_allow: None,
             },
@@ -324,13 +439,15 @@ mod tests {
         let r = RunRecord::new(
             "x",
             Some(Ending::Signaled(9)),
-            false,
             1.5,
             &readings(2, 0),
+            Verdicts::default(),
             Limits {
                 pids: Some(512),
                 memory_bytes: Some(1),
                 timeout_s: None,
+                cpu_time_s: None,
+                file_size_bytes: None,
                 network_mode: Some("inbound-only"),
                 egress_allow: Some(vec![]),
             },

@@ -132,6 +132,8 @@ pub struct RlimitFacts {
     pub rtprio: (u64, u64),
     /// RLIMIT_NICE.
     pub nice: (u64, u64),
+    /// RLIMIT_FSIZE.
+    pub fsize: (u64, u64),
 }
 
 /// The cgroup limit files of a container (their trimmed contents, or why they could not be read).
@@ -317,6 +319,7 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
                 core: limit_pair(&l.max_core_file_size),
                 rtprio: limit_pair(&l.max_realtime_priority),
                 nice: limit_pair(&l.max_nice_priority),
+                fsize: limit_pair(&l.max_file_size),
             })
             .map_err(|e| format!("/proc/{pid}/limits: {e}"))
     });
@@ -999,8 +1002,9 @@ fn check_binds_and_writable(mounts: &[MountLine], spec: &Spec) -> Vec<Failure> {
     out
 }
 
-/// RLIMIT_NOFILE within the policy's ceiling (and the spec's value), RLIMIT_CORE, RLIMIT_RTPRIO and
-/// RLIMIT_NICE 0, whatever the spec says: the expectation comes from the policy, so a spec that lost
+/// RLIMIT_NOFILE within the policy's ceiling (and the spec's value), RLIMIT_FSIZE within
+/// `limits.file_size` when one is in force, RLIMIT_CORE, RLIMIT_RTPRIO and RLIMIT_NICE 0, whatever
+/// the spec says: the expectation comes from the policy, so a spec that lost
 /// its rlimits is still caught.
 pub fn check_rlimits(got: &RlimitFacts, spec: &Spec, policy: &Policy) -> Vec<Failure> {
     let mut out = Vec::new();
@@ -1028,6 +1032,17 @@ pub fn check_rlimits(got: &RlimitFacts, spec: &Spec, policy: &Policy) -> Vec<Fai
                 got.core
             ),
         ));
+    }
+    if let Some(limit) = crate::limits::rules::expected_file_size(policy) {
+        if got.fsize.0 > limit || got.fsize.1 > limit {
+            out.push(fail(
+                keys::FILE_SIZE,
+                format!(
+                    "file size limit is {:?} in the container, expected at most {limit}",
+                    got.fsize
+                ),
+            ));
+        }
     }
     for (label, v) in [
         ("Max realtime priority", got.rtprio),
@@ -1328,6 +1343,7 @@ mod tests {
             core,
             rtprio: rt,
             nice: (0, 0),
+            fsize: (u64::MAX, u64::MAX),
         }
     }
 

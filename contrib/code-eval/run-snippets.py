@@ -10,7 +10,8 @@ shared rootfs, so nothing is copied), the snippet (bind-mounted read-only at /sn
 stdout/stderr and its record. rloxsc gives each container its own empty /tmp (a size-limited tmpfs),
 a read-only root, loopback-only networking, its seccomp allowlist and the pids/memory limits, whatever
 config.json asks for. A snippet whose first line is `# expect: STATUS` is checked against the record's
-status; the exit status is 1 if any check fails.
+status; the exit status is 1 if any check fails. A `# run: FLAGS` line gives the snippet rloxsc run
+flags of its own (the judge limits: `--cpu-time 1s`, `--file-size 2M`).
 """
 import argparse
 import concurrent.futures
@@ -57,6 +58,16 @@ def expected_status(path):
     return first.split("expect:", 1)[1].strip() if "expect:" in first else None
 
 
+def run_flags(path):
+    """A snippet's `# run: FLAGS` line (within its first five): rloxsc run flags of its own, e.g. the
+    judge limits `--cpu-time 1s` or `--file-size 2M`."""
+    with open(path) as f:
+        for line in f.readlines()[:5]:
+            if line.startswith("# run:"):
+                return line.split(":", 1)[1].split()
+    return []
+
+
 def run_one(a, work, i, snippet):
     name = os.path.splitext(os.path.basename(snippet))[0]
     bdir = os.path.join(work, f"{i:03d}-{name}")
@@ -70,7 +81,7 @@ def run_one(a, work, i, snippet):
     cid = f"code-eval-{os.getpid()}-{i:03d}"
     with open(os.path.join(bdir, "stdout"), "wb") as so, open(os.path.join(bdir, "stderr"), "wb") as se:
         rc = subprocess.run([a.rloxsc, "--root", a.state_root, "run", "--bundle", bdir, "--record", rec_path,
-                             "--timeout", a.timeout, cid],
+                             "--timeout", a.timeout, *run_flags(snippet), cid],
                             stdin=subprocess.DEVNULL, stdout=so, stderr=se).returncode
     try:
         with open(rec_path) as f:

@@ -3,7 +3,8 @@
 //! the default and the ceiling; `run.rloxsc.network` may name a stricter mode (`loopback-only`, or
 //! `inbound-only` under a `namespace` policy); `run.rloxsc.egress_allow` a narrower allowlist (each
 //! entry within one of the policy's); `run.rloxsc.writable_binds=false` switches the relaxation
-//! off. Anything else is ignored, with a logged change.
+//! off; `run.rloxsc.cpu_time` and `run.rloxsc.file_size` lower the judge limits
+//! ([`crate::limits`]). Anything else is ignored, with a logged change.
 
 use oci_spec::runtime::Spec;
 
@@ -73,7 +74,7 @@ pub fn tighten(policy: &Policy, spec: &Spec, changes: &mut Changes) -> Policy {
                 p.writable_binds = false;
                 Some(keys::WRITABLE_BINDS)
             }
-            _ => None,
+            other => crate::limits::rules::annotation(other, v, &mut p).flatten(),
         };
         match applied {
             Some(key) => changes.push(

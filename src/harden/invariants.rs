@@ -141,6 +141,17 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
             policy.nofile.ceiling
         ));
     }
+    if let Some(limit) = crate::limits::rules::expected_file_size(policy) {
+        let fsize: Vec<_> = rl
+            .iter()
+            .filter(|r| r.typ() == PosixRlimitType::RlimitFsize)
+            .collect();
+        if fsize.len() != 1 || fsize[0].hard() > limit || fsize[0].soft() > fsize[0].hard() {
+            return Err(format!(
+                "RLIMIT_FSIZE is not one entry at most {limit} (limits.file_size)"
+            ));
+        }
+    }
     let core: Vec<_> = rl
         .iter()
         .filter(|r| r.typ() == PosixRlimitType::RlimitCore)

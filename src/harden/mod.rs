@@ -208,7 +208,7 @@ pub fn harden(
 
 /// The process-level steps, shared by `create` (the init) and `exec` (a new process in a running
 /// container), as sysbox-runc's `ConvertProcessSpec`: no_new_privileges, the five capability sets
-/// clamped, oom_score_adj, the rlimits, and `HOME`. An exec'd process without rlimits of its own
+/// clamped, oom_score_adj, the rlimits (RLIMIT_FSIZE under `limits.file_size`), and `HOME`. An exec'd process without rlimits of its own
 /// gets the container init's (`inherited`) before they are clamped.
 pub fn harden_process(
     process: &mut Process,
@@ -224,6 +224,9 @@ pub fn harden_process(
     }
     privileges::harden_privileges(process, policy, changes)?;
     resources::harden_rlimits(process, policy, changes);
+    if let Some(what) = crate::limits::rules::harden_file_size(process, policy) {
+        changes.push(crate::policy::keys::FILE_SIZE, what);
+    }
     set_home(process, home, changes);
     Ok(())
 }

@@ -59,6 +59,8 @@ pub struct CreateOptions {
     pub deadline: Option<Instant>,
     /// The cgroup driver the caller asked for (`--systemd-cgroup`: systemd).
     pub cgroup_driver: crate::cgroups::Driver,
+    /// `--cpu-time` and `--file-size` (they only tighten the policy).
+    pub limits: crate::limits::Requested,
 }
 
 /// The error of a create that did not finish by its deadline (the container was killed and
@@ -506,14 +508,20 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     let alloc = take_identity(ctx, id, &plan, &mut input, &mut fp)?;
     ctx.faults.die_at("identity");
 
-    // policy (pure)
+    // policy (pure); the caller's --cpu-time and --file-size tighten it first, as annotations do
+    let (base, flagged) = crate::limits::rules::with_flags(&ctx.policy, &opts.limits);
     let Hardened {
         spec,
-        changes,
+        mut changes,
         policy,
         store_bytes,
-    } = harden(&input.caller_spec, id, &ctx.policy, &input.host)
+    } = harden(&input.caller_spec, id, &base, &input.host)
         .map_err(|r| anyhow!("refusing to create container {id:?}: {r}"))?;
+    let mut flag_changes = crate::harden::Changes::default();
+    for (key, what) in flagged {
+        flag_changes.push(key, what);
+    }
+    changes.splice(0..0, flag_changes.0);
     for c in &changes {
         tracing::info!("container {id}: {c}");
     }
@@ -687,6 +695,10 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
             .ok_or_else(|| anyhow!("container {id:?}: its init {pid} is gone"))?,
     );
     layout.rewrite_record(id, &record)?;
+    // the CPU-time limit's watchdog, before the payload can run (start comes later)
+    if let (Some(ms), Some(cg)) = (record.policy.cpu_time_ms.value(), &placement) {
+        crate::limits::cpu::spawn(id, pid.as_raw(), cg, ms, &layout.container_dir(id))?;
+    }
     ctx.faults.die_at("verified");
     if let Some(pid_file) = &opts.pid_file {
         write_pid_file(pid_file, pid.as_raw())?;

@@ -36,6 +36,7 @@ bind-mount p_bind_mount
 named-volume p_named_volume
 join-container-namespaces p_join_namespaces
 oom p_oom
+judge-limits-annotations p_judge_limits
 leaks-20-runs p_leaks
 hostile-network-host p_hostile_network_host
 hostile-seccomp-unconfined p_hostile_seccomp_unconfined
@@ -289,6 +290,24 @@ p_join_namespaces() {
         sh -c 'cat /proc/1/cmdline | tr "\0" " "; echo; ls /sys/class/net | tr "\n" " "'
     assert_match "pid 1 is the other container's" '^sh -c trap' "$(printf '%s\n' "$OUT" | head -n 1)"
     assert_eq "interfaces" "lo" "$(printf '%s\n' "$OUT" | tail -n 1 | sed 's/ *$//')"
+}
+
+# the judge limits through Podman's --annotation (tightening only): the CPU time of the whole
+# container (eight busy workers, 1 s of CPU in all: killed, exit 137, long before the 20 s of
+# Podman's own --timeout) and RLIMIT_FSIZE for every process, exec'd ones included
+p_judge_limits() {
+    local t0 n="$NAME_PREFIX-fsize-$$"
+    t0=$(date +%s)
+    run_cap "${PRUN[@]}" --rm --network=none --timeout 20 --annotation run.rloxsc.cpu_time=1s "$IMG_PODMAN" \
+        sh -c 'for i in 1 2 3 4 5 6 7 8; do (while :; do :; done) & done; wait'
+    assert_eq "exit status of a container whose CPU time ran out" 137 "$RC"
+    assert_le "seconds it ran (eight workers, 1 s of CPU on $(nproc) CPUs)" 10 "$(( $(date +%s) - t0 ))"
+    on_exit podman rm -f -t 0 "$n"
+    ok "${PRUN[@]}" -d --name "$n" --network=none --annotation run.rloxsc.file_size=2M "$IMG_PODMAN" sleep 60
+    run_cap podman exec "$n" sh -c 'dd if=/dev/zero of=/tmp/big bs=1M count=5 2>/dev/null; wc -c </tmp/big'
+    assert_eq "the file an exec'd process grew past the limit" 2097152 "$(printf '%s\n' "$OUT" | tail -n 1 | tr -d ' ')"
+    assert_match "the init's RLIMIT_FSIZE from outside" "Max file size +2097152 +2097152" \
+        "$(cat "/proc/$(podman inspect -f '{{.State.Pid}}' "$n")/limits")"
 }
 
 p_oom() {

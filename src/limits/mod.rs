@@ -1,0 +1,12 @@
+//! The judge limits of a run beyond memory and pids: `limits.cpu_time` (the CPU time of the whole
+//! container, enforced by a watchdog from its cgroup's counter: [`cpu`]) and `limits.file_size`
+//! (RLIMIT_FSIZE on every process, exec'd ones included: [`rules`]). Both are off by default; the
+//! policy file gives defaults and ceilings, and the annotations `run.rloxsc.cpu_time` and
+//! `run.rloxsc.file_size` or the flags `--cpu-time` and `--file-size` only tighten them. The run
+//! record says `cpu_time_exceeded` when the watchdog killed the container and `file_size_exceeded`
+//! when the kernel's SIGXFSZ ended its main process under a file-size limit (see [`crate::record`]).
+
+pub mod cpu;
+pub mod rules;
+
+pub use rules::Requested;
