@@ -127,7 +127,7 @@ workload-report: build
 workload-syscalls: build
 	bash scripts/workload-report.sh --trace --doc
 
-# contrib/code-eval: 22 snippets, one container each, on the workload bundle's shared read-only rootfs.
+# contrib/code-eval: 23 snippets, one container each, on the workload bundle's shared read-only rootfs.
 code-eval: build workload-bundle
 	/usr/bin/python3 contrib/code-eval/run-snippets.py
 

@@ -110,6 +110,10 @@ pub enum Command {
         /// Do not delete the container after it exits (`delete` removes it).
         #[arg(long)]
         keep: bool,
+        /// Pass at most this much of the container's stdout and stderr (bytes, or with K, M, G) to
+        /// the caller, then kill the container (record status `output_limit_exceeded`).
+        #[arg(long)]
+        output: Option<String>,
     },
     /// Print a container's state as JSON.
     State {
@@ -590,8 +594,17 @@ fn dispatch(cli: Cli) -> Result<i32> {
             timeout,
             record,
             keep,
+            output,
         } => {
             let extra = commands::run::RunOptions {
+                output: output
+                    .as_deref()
+                    .map(|v| {
+                        crate::limits::rules::parse_size(v)
+                            .filter(|&n| n > 0)
+                            .ok_or_else(|| anyhow::anyhow!("invalid --output {v:?} (e.g. 1M)"))
+                    })
+                    .transpose()?,
                 timeout: timeout
                     .as_deref()
                     .map(crate::duration::parse_duration)
@@ -697,6 +710,7 @@ fn create_options(
     };
     Ok(CreateOptions {
         limits,
+        stdio: None,
         id: a.id.clone(),
         bundle: a.bundle.clone(),
         pid_file: a.pid_file.clone(),

@@ -2,7 +2,7 @@
 //!
 //! `rloxsc run --record FILE` writes one JSON object when the container ends: exit code or signal, a
 //! status (`ok`, `nonzero`, `signaled`, `oom_killed`, `timed_out`, `pids_limit_hit`,
-//! `cpu_time_exceeded`, `file_size_exceeded`: see [`status`]), wall and CPU time,
+//! `cpu_time_exceeded`, `output_limit_exceeded`, `file_size_exceeded`: see [`status`]), wall and CPU time,
 //! peak memory, whether the OOM killer or the pids limit struck (from the cgroup's own counters: v1
 //! `memory.oom_control` `oom_kill`, `pids.events` `max`; v2 `memory.events` `oom_kill`, `pids.events`),
 //! the limits in force and the tightenings rloxsc applied.
@@ -31,17 +31,21 @@ pub struct Verdicts {
     pub timed_out: bool,
     /// The CPU-time watchdog killed the container.
     pub cpu_time_exceeded: bool,
+    /// `run --output`'s relay killed the container (its count, not the container's).
+    pub output_exceeded: bool,
     /// A file-size limit was in force.
     pub file_size_limited: bool,
 }
 
 /// The record's status, the first that holds: a limit rloxsc enforced by killing the container
-/// (`cpu_time_exceeded`, then the wall time: `timed_out`), an OOM kill, the pids limit, the kernel's
+/// (`cpu_time_exceeded`, `output_limit_exceeded`, then the wall time: `timed_out`), an OOM kill, the pids limit, the kernel's
 /// SIGXFSZ under a file-size limit (`file_size_exceeded`), then the exit itself (counters that could
 /// not be read decide nothing).
 pub fn status(ending: Ending, timed_out: bool, c: &CgroupReadings, v: Verdicts) -> &'static str {
     if v.cpu_time_exceeded {
         "cpu_time_exceeded"
+    } else if v.output_exceeded {
+        "output_limit_exceeded"
     } else if timed_out {
         "timed_out"
     } else if c.oom_kills > 0 {
@@ -89,6 +93,8 @@ pub struct Limits {
     pub cpu_time_s: Option<f64>,
     /// RLIMIT_FSIZE of every process, bytes (`limits.file_size`).
     pub file_size_bytes: Option<u64>,
+    /// The bytes of stdout and stderr passed to the caller at most (`run --output`).
+    pub output_bytes: Option<u64>,
 }
 
 /// One run's record.
@@ -109,6 +115,9 @@ pub struct RunRecord {
     pub user_cpu_s: Option<f64>,
     /// System CPU time of every process in the container, seconds.
     pub system_cpu_s: Option<f64>,
+    /// CPU time of every process in the container, seconds, from the cgroup's precise counter (what
+    /// `limits.cpu_time` counts; the user/system split is the kernel's coarser estimate).
+    pub cpu_s: Option<f64>,
     /// Peak memory of the container's cgroup, bytes.
     pub peak_memory_bytes: Option<u64>,
     /// Whether the OOM killer killed a process of the container.
@@ -157,6 +166,7 @@ impl RunRecord {
             wall_time_s,
             user_cpu_s: c.available.then_some(c.cpu_user_ns as f64 / 1e9),
             system_cpu_s: c.available.then_some(c.cpu_system_ns as f64 / 1e9),
+            cpu_s: c.available.then_some(c.cpu_total_ns as f64 / 1e9),
             peak_memory_bytes: c.available.then_some(c.peak_memory_bytes),
             oom_killed: c.available.then_some(c.oom_kills > 0),
             oom_kills: c.available.then_some(c.oom_kills),
@@ -179,6 +189,7 @@ impl RunRecord {
         timed_out: bool,
         wall_time_s: f64,
         timeout: Option<std::time::Duration>,
+        output: Option<(u64, bool)>,
     ) -> anyhow::Result<RunRecord> {
         use anyhow::Context as _;
         let spec = layout.read_spec(id)?;
@@ -200,9 +211,11 @@ impl RunRecord {
                 .and_then(|p| p.cpu_time_ms.value())
                 .map(|ms| ms as f64 / 1000.0),
             file_size_bytes: policy.as_ref().and_then(|p| p.file_size_bytes.value()),
+            output_bytes: output.map(|(limit, _)| limit),
         };
         let verdicts = Verdicts {
             timed_out,
+            output_exceeded: output.is_some_and(|(_, exceeded)| exceeded),
             cpu_time_exceeded: crate::limits::cpu::exceeded(&layout.container_dir(id)),
             file_size_limited: limits.file_size_bytes.is_some(),
         };
@@ -240,6 +253,7 @@ impl RunRecord {
             wall_time_s,
             user_cpu_s: None,
             system_cpu_s: None,
+            cpu_s: None,
             peak_memory_bytes: None,
             oom_killed: None,
             oom_kills: None,
@@ -253,6 +267,7 @@ impl RunRecord {
                 egress_allow: None,
                 cpu_time_s: None,
                 file_size_bytes: None,
+                output_bytes: None,
             },
             cgroup: "unavailable",
             tightenings: vec![],
@@ -399,6 +414,7 @@ mod tests {
                 timeout_s: None,
                 cpu_time_s: None,
                 file_size_bytes: None,
+                output_bytes: None,
                 network_mode: None,
                 egress_allow: None,
             },
@@ -448,6 +464,7 @@ mod tests {
                 timeout_s: None,
                 cpu_time_s: None,
                 file_size_bytes: None,
+                output_bytes: None,
                 network_mode: Some("inbound-only"),
                 egress_allow: Some(vec![]),
             },

@@ -52,8 +52,9 @@ fn watchdogs(id: &str) -> Vec<i32> {
     out
 }
 
+/// The CPU time of the whole container, from the cgroup's precise counter (the record's `cpu_s`).
 fn cpu_used(v: &Value) -> f64 {
-    v["user_cpu_s"].as_f64().unwrap() + v["system_cpu_s"].as_f64().unwrap()
+    v["cpu_s"].as_f64().unwrap()
 }
 
 #[test]
@@ -216,5 +217,43 @@ fn exec_gets_the_file_size_limit_and_the_init_has_it_from_outside() {
             .count()
             == 2,
         "{out}"
+    );
+}
+
+#[test]
+fn an_output_flood_ends_output_limit_exceeded_and_the_caller_gets_at_most_the_limit() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("lim-output");
+    let (out, v) = run_recorded(
+        &env,
+        &base_spec(&["yes"]),
+        &["--output", "1M", "--timeout", "60s"],
+    );
+    assert_eq!(out.code, 137, "{}", out.stderr);
+    assert_eq!(v["status"], "output_limit_exceeded", "{v}");
+    assert_eq!(v["limits"]["output_bytes"], 1u64 << 20, "{v}");
+    assert_eq!(out.stdout.len(), 1 << 20, "bytes the caller received");
+    // stderr counts too, and what stays under the limit arrives whole, each stream on its own
+    let (out, v) = run_recorded(
+        &env,
+        &base_spec(&["sh", "-c", "echo to-out; echo to-err >&2; exit 3"]),
+        &["--output", "1M"],
+    );
+    assert_eq!(out.code, 3, "{out}");
+    assert_eq!(out.stdout, "to-out\n");
+    assert!(out.stderr.contains("to-err"), "{out}");
+    assert_eq!(v["status"], "nonzero", "{v}");
+    let (out, v) = run_recorded(
+        &env,
+        &base_spec(&["sh", "-c", "yes e >&2"]),
+        &["--output", "4K"],
+    );
+    assert_eq!(v["status"], "output_limit_exceeded", "{v}");
+    assert!(
+        out.stderr.matches("e\n").count() <= 2048,
+        "{}",
+        out.stderr.len()
     );
 }

@@ -129,7 +129,7 @@ def main():
     for r in recs:
         ok = r["expect"] is None or r["expect"] == r.get("status")
         bad += not ok
-        cpu = (r.get("user_cpu_s") or 0) + (r.get("system_cpu_s") or 0)
+        cpu = r.get("cpu_s") or ((r.get("user_cpu_s") or 0) + (r.get("system_cpu_s") or 0))
         peak = (r.get("peak_memory_bytes") or 0) / (1 << 20)
         print(f"{r['snippet']:28s} {r.get('status', '?'):15s} {str(r.get('exit_code', '')):>4s} "
               f"{str(r.get('signal') or ''):>4s} {r.get('wall_time_s', 0):7.2f} {cpu:6.2f} {peak:8.1f}  "

@@ -22,6 +22,10 @@ pub struct CgroupReadings {
     pub cpu_user_ns: u64,
     /// System CPU time, nanoseconds.
     pub cpu_system_ns: u64,
+    /// CPU time in all, nanoseconds, from the precise counter (v1 `cpuacct.usage`, v2 `cpu.stat`
+    /// `usage_usec`); the user/system split above is the kernel's coarser estimate, whose sum may
+    /// differ from it by some ticks.
+    pub cpu_total_ns: u64,
     /// Peak memory usage, bytes.
     pub peak_memory_bytes: u64,
     /// Processes killed by the OOM killer inside the container's memory cgroup.
@@ -41,6 +45,7 @@ impl Placement {
                 available: true,
                 cpu_user_ns: read_u64(&cpu.join("cpuacct.usage_user")).unwrap_or(0),
                 cpu_system_ns: read_u64(&cpu.join("cpuacct.usage_sys")).unwrap_or(0),
+                cpu_total_ns: read_u64(&cpu.join("cpuacct.usage")).unwrap_or(0),
                 peak_memory_bytes: read_u64(&memory.join("memory.max_usage_in_bytes")).unwrap_or(0),
                 oom_kills: read_key(&memory.join("memory.oom_control"), "oom_kill").unwrap_or(0),
                 pids_limit_hits: read_key(&self.v1_dir("pids").join("pids.events"), "max")
@@ -59,6 +64,7 @@ impl Placement {
             available: true,
             cpu_user_ns: read_key(&d.join("cpu.stat"), "user_usec").unwrap_or(0) * 1000,
             cpu_system_ns: read_key(&d.join("cpu.stat"), "system_usec").unwrap_or(0) * 1000,
+            cpu_total_ns: read_key(&d.join("cpu.stat"), "usage_usec").unwrap_or(0) * 1000,
             peak_memory_bytes: read_u64(&d.join("memory.peak")).unwrap_or(0),
             oom_kills: read_key(&d.join("memory.events"), "oom_kill").unwrap_or(0),
             pids_limit_hits: read_key(&d.join("pids.events"), "max").unwrap_or(0),

@@ -140,7 +140,8 @@ fn write_delete_record(ctx: &Context, c: &Container, dir: &std::path::Path) -> R
         .created()
         .map(|t| (chrono::Utc::now() - t).num_milliseconds() as f64 / 1000.0)
         .unwrap_or(0.0);
-    let rec = crate::record::RunRecord::of_container(&ctx.layout, id, None, false, wall, None)?;
+    let rec =
+        crate::record::RunRecord::of_container(&ctx.layout, id, None, false, wall, None, None)?;
     crate::trust::require_root_only(dir, "records directory")?;
     std::fs::create_dir_all(dir)?;
     let path = dir.join(format!("{id}.json"));

@@ -24,6 +24,9 @@ pub struct RunOptions {
     pub record: Option<PathBuf>,
     /// Keep the stopped container (runc's `--keep`): `delete` removes it.
     pub keep: bool,
+    /// `--output`: the bytes of stdout and stderr passed to the caller before the container is
+    /// killed ([`crate::limits::output`]).
+    pub output: Option<u64>,
 }
 
 /// Runs the container described by `opts`; returns the exit status `rloxsc run` should exit with.
@@ -36,6 +39,14 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
     if opts.detach && extra.keep {
         bail!("--detach and --keep cannot both be given");
     }
+    if opts.detach && extra.output.is_some() {
+        bail!("--output needs a foreground run (not --detach)");
+    }
+    let pipes = extra
+        .output
+        .map(crate::limits::output::Pipes::new)
+        .transpose()?;
+    opts.stdio = pipes.as_ref().map(|p| p.writer_fds());
     let t0 = Instant::now();
     // a foreground run owns its container: if rloxsc is killed, its container dies with it
     opts.die_with_runtime = !opts.detach;
@@ -69,6 +80,7 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
         }
     };
     let (_container, console, pid, guard, mut custodian) = created.split();
+    let relay = pipes.map(|p| p.start(pid.as_raw())).transpose()?;
     let terminal = console.as_ref().map(TerminalSession::attach).transpose()?;
     let mut waiter = if opts.detach {
         None
@@ -89,6 +101,7 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
     if let Some(t) = terminal {
         t.finish();
     }
+    let output = relay.map(|r| (r.limit(), r.finish()));
     let wall = t0.elapsed();
     tracing::debug!("run {id}: container ended at {:?}", wall);
     let timed_out = waiter.timed_out();
@@ -100,6 +113,7 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
             timed_out,
             wall.as_secs_f64(),
             extra.timeout,
+            output,
         )
         .and_then(|r| r.write(path));
         if let Err(e) = written {

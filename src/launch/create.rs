@@ -61,6 +61,8 @@ pub struct CreateOptions {
     pub cgroup_driver: crate::cgroups::Driver,
     /// `--cpu-time` and `--file-size` (they only tighten the policy).
     pub limits: crate::limits::Requested,
+    /// The container's stdout and stderr when `run --output` holds them (pipes; else the caller's).
+    pub stdio: Option<(std::os::fd::RawFd, std::os::fd::RawFd)>,
 }
 
 /// The error of a create that did not finish by its deadline (the container was killed and
@@ -532,6 +534,9 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         .as_ref()
         .and_then(|p| p.terminal())
         .unwrap_or(false);
+    if terminal && opts.stdio.is_some() {
+        bail!("cannot create container {id:?}: --output counts what the container writes to its stdout and stderr, but process.terminal is set (a terminal has no separate stdout and stderr): run it without a terminal");
+    }
     if let Some(cs) = &opts.console_socket {
         crate::fsutil::refuse_foreign_symlinks(cs, "console socket")?;
     }
@@ -614,6 +619,16 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         super::give_stdio_to(o);
     }
     let joins_userns = matches!(plan, IdentityPlan::Join { .. });
+    let dup = |fd: std::os::fd::RawFd| {
+        // SAFETY: a descriptor `run` holds open for the whole create
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+            .try_clone_to_owned()
+            .map_err(|e| anyhow!("cannot pass the --output pipes to container {id:?}: {e}"))
+    };
+    let stdio = opts
+        .stdio
+        .map(|(out, err)| Ok::<_, anyhow::Error>((dup(out)?, dup(err)?)))
+        .transpose()?;
     let built = builder(
         layout,
         id,
@@ -630,6 +645,11 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
                     .filter(|_| !joins_userns)
                     .map(|a| (a.root_uid(), a.root_uid())),
             )
+    })
+    // libcontainer's init puts them in place of fds 1 and 2 (and closes its copies)
+    .map(|b| match stdio {
+        Some((out, err)) => b.with_stdout(out).with_stderr(err),
+        None => b,
     })
     .and_then(|b| {
         b.as_init(&private)

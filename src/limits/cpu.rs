@@ -2,12 +2,13 @@
 //! (v1 `cpuacct.usage`, v2 `cpu.stat` `usage_usec`), and the container killed when it is spent.
 //!
 //! A watchdog process enforces it, started by `create` (for `run` and for every client alike) once
-//! the container is verified and before the payload can run. It holds three descriptors the runtime
+//! the container is verified and before the payload can run. It holds four descriptors the runtime
 //! opened and nothing else: a pidfd of the init (its end is the watchdog's end, and SIGKILL through
-//! it cannot reach a recycled pid), the cgroup's usage file, and the verdict file in the container's
-//! state directory. It sleeps `left / CPUs` (at least 1 ms, at most 200 ms) between readings, so the
-//! container can overshoot by at most the host's CPUs times a millisecond plus the kill's own
-//! latency; killing the init (pid 1 of its pid namespace) kills every process of the container.
+//! it cannot reach a recycled pid), the cgroup's usage file and `cgroup.procs`, and the verdict file
+//! in the container's state directory. It sleeps `left / CPUs` (at least 1 ms, at most 200 ms)
+//! between readings, as a SCHED_FIFO process where the host allows it (woken on time however busy
+//! the container keeps the CPUs), so the container can overshoot by about the host's CPUs times a
+//! millisecond plus the kill's own latency; it SIGKILLs the init and every process of the cgroup.
 //! The verdict file says `exceeded` with the CPU time read, which the run record turns into
 //! `cpu_time_exceeded`: the container cannot forge it (the file is rloxsc's, in rloxsc's state).
 
@@ -54,6 +55,13 @@ pub fn spawn(
     } else {
         (placement.v2_dir().join("cpu.stat"), Usage::V2Stat)
     };
+    let procs_path = path.with_file_name("cgroup.procs");
+    let procs = File::open(&procs_path).map_err(|e| {
+        refuse(format!(
+            "cannot read the container's processes from {}: {e}",
+            procs_path.display()
+        ))
+    })?;
     let usage = File::open(&path).map_err(|e| {
         refuse(format!(
             "cannot read the container's CPU time from {}: {e}",
@@ -83,7 +91,12 @@ pub fn spawn(
         .truncate(true)
         .open(&verdict_path)
         .with_context(|| format!("cannot create {}", verdict_path.display()))?;
-    let fds = [pidfd.as_raw_fd(), usage.as_raw_fd(), verdict.as_raw_fd()];
+    let fds = [
+        pidfd.as_raw_fd(),
+        usage.as_raw_fd(),
+        verdict.as_raw_fd(),
+        procs.as_raw_fd(),
+    ];
     let ncpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut cmd = std::process::Command::new("/proc/self/exe");
     cmd.arg0("rloxsc-cpu-watch")
@@ -100,8 +113,8 @@ pub fn spawn(
     // fcntl, setsid, close_range) on descriptors this process owns
     unsafe {
         cmd.pre_exec(move || {
-            // first out of the way of 3..=5, then into place (dup2 clears close-on-exec)
-            let mut moved = [0; 3];
+            // first out of the way of 3..=6, then into place (dup2 clears close-on-exec)
+            let mut moved = [0; 4];
             for (i, fd) in fds.iter().enumerate() {
                 let m = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 10);
                 if m < 0 {
@@ -116,7 +129,11 @@ pub fn spawn(
             }
             libc::setsid();
             // nothing of the caller's (its pipes, its sockets) is held by the watchdog
-            libc::syscall(libc::SYS_close_range, 6u32, u32::MAX, 0u32);
+            libc::syscall(libc::SYS_close_range, 7u32, u32::MAX, 0u32);
+            // woken on time even when the container keeps every CPU busy (it sleeps between
+            // readings, so it costs the host nothing); without CAP_SYS_NICE it stays as it is
+            let param = libc::sched_param { sched_priority: 1 };
+            libc::sched_setscheduler(0, libc::SCHED_FIFO, &param);
             Ok(())
         });
     }
@@ -137,7 +154,7 @@ pub fn exceeded(state_dir: &Path) -> bool {
 }
 
 /// The watchdog's main (argv: [`WATCH_ARG`], the limit in ns, `v1`|`v2`, the host's CPUs, the
-/// container's id); fds 3, 4 and 5 as [`spawn`] placed them. Returns the exit status.
+/// container's id); fds 3 to 6 as [`spawn`] placed them. Returns the exit status.
 pub fn watch_main(args: &[String]) -> i32 {
     match watch(args) {
         Ok(()) => 0,
@@ -153,7 +170,7 @@ fn watch(args: &[String]) -> Result<()> {
         _ => bail!("usage kind"),
     };
     let ncpus: u64 = args.get(3).and_then(|a| a.parse().ok()).context("cpus")?;
-    let (pidfd, usage, verdict) = (3, 4, 5);
+    let (pidfd, usage, verdict, procs) = (3, 4, 5, 6);
     loop {
         let used = read_usage(usage, kind)?;
         if used >= limit_ns {
@@ -167,6 +184,13 @@ fn watch(args: &[String]) -> Result<()> {
                     0,
                 )
             };
+            // the init's death kills the rest of its pid namespace, but only once the init is
+            // scheduled: every process of the cgroup gets SIGKILL now (a pid read a moment ago
+            // from the container's own cgroup; pids are not reused within microseconds)
+            for p in cgroup_procs(procs) {
+                // SAFETY: kill(2) with a pid of the container's cgroup and SIGKILL
+                unsafe { libc::kill(p, libc::SIGKILL) };
+            }
             // SAFETY: fd 5 is the verdict file spawn() placed there, owned by this process alone
             let mut f = unsafe { File::from_raw_fd(verdict) };
             let _ = writeln!(f, "exceeded used_ns={used} limit_ns={limit_ns}");
@@ -190,6 +214,32 @@ fn watch(args: &[String]) -> Result<()> {
             return Ok(());
         }
     }
+}
+
+/// The pids in the container's `cgroup.procs` (a page at a time, from the start of `fd`).
+fn cgroup_procs(fd: RawFd) -> Vec<i32> {
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        // SAFETY: pread(2) into a buffer of its length, at the offset read so far
+        let n = unsafe {
+            libc::pread(
+                fd,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                text.len() as libc::off_t,
+            )
+        };
+        if n <= 0 {
+            break;
+        }
+        text.extend_from_slice(&buf[..n as usize]);
+    }
+    String::from_utf8_lossy(&text)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .filter(|&p: &i32| p > 1)
+        .collect()
 }
 
 /// The cgroup's CPU time in nanoseconds, read from the start of `fd`.

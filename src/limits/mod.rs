@@ -5,8 +5,11 @@
 //! `run.rloxsc.file_size` or the flags `--cpu-time` and `--file-size` only tighten them. The run
 //! record says `cpu_time_exceeded` when the watchdog killed the container and `file_size_exceeded`
 //! when the kernel's SIGXFSZ ended its main process under a file-size limit (see [`crate::record`]).
+//! `run --output SIZE` bounds the bytes the container writes to `run`'s stdout and stderr
+//! ([`output`]): `output_limit_exceeded`.
 
 pub mod cpu;
+pub mod output;
 pub mod rules;
 
 pub use rules::Requested;
