@@ -89,6 +89,23 @@ fn runc_bin() -> Option<PathBuf> {
         .filter(|p| p.is_file())
 }
 
+/// Runs `spec` under runc (its own state root in the test's directory) and removes the container.
+fn runc_run(env: &TestEnv, runc: &std::path::Path, spec: &Value) -> Outcome {
+    let runc_root = env.dir.join("runc-state");
+    let b = env.bundle(spec);
+    let id = env.id();
+    let mut cmd = std::process::Command::new(runc);
+    cmd.arg("--root").arg(&runc_root).args(["run", "--bundle"]);
+    cmd.arg(&b).arg(&id).stdin(std::process::Stdio::null());
+    let out = env.exec(cmd);
+    let mut del = std::process::Command::new(runc);
+    del.arg("--root")
+        .arg(&runc_root)
+        .args(["delete", "--force", &id]);
+    let _ = env.exec(del);
+    out
+}
+
 /// Each probe's decision under rloxsc, with the profile in config.json.
 fn rloxsc_decisions(env: &TestEnv) -> Vec<String> {
     probes()
@@ -126,24 +143,98 @@ fn caller_masked_eq_rules_decide_as_under_runc() {
         }
         panic!("{reason}");
     };
-    let runc_root = env.dir.join("runc-state");
     for ((name, call), g) in probes().iter().zip(&got) {
-        let b = env.bundle(&spec_for(call));
-        let id = env.id();
-        let mut cmd = std::process::Command::new(&runc);
-        cmd.arg("--root").arg(&runc_root).args(["run", "--bundle"]);
-        cmd.arg(&b).arg(&id).stdin(std::process::Stdio::null());
-        let out = env.exec(cmd);
-        let mut del = std::process::Command::new(&runc);
-        del.arg("--root")
-            .arg(&runc_root)
-            .args(["delete", "--force", &id]);
-        let _ = env.exec(del);
+        let out = runc_run(&env, &runc, &spec_for(call));
         assert_eq!(out.code, 0, "{name} under runc: {out}");
         assert_eq!(
             &decision(&out.stdout),
             g,
             "{name}: runc and rloxsc decide differently on the same profile"
+        );
+    }
+}
+
+/// A profile written for an older kernel: EPERM by default, every syscall up to `pidfd_open` (434)
+/// allowed but `acct` (163). What libseccomp on this host names is what the profile lists.
+fn older_profile() -> Value {
+    let names: Vec<String> = (0..=434)
+        .filter_map(|nr| {
+            libseccomp::ScmpSyscall::from_raw_syscall(nr)
+                .get_name()
+                .ok()
+        })
+        .filter(|n| n != "acct")
+        .collect();
+    json!({
+        "defaultAction": "SCMP_ACT_ERRNO",
+        "defaultErrnoRet": 1,
+        "architectures": ["SCMP_ARCH_X86_64"],
+        "syscalls": [{"names": names, "action": "SCMP_ACT_ALLOW"}]
+    })
+}
+
+/// Syscalls newer than the caller's profile answer ENOSYS (runc's `patchbpf`), so a libc falls back
+/// to the older call instead of failing: `close_range` (436), `faccessat2` (439), `fchmodat2` (452)
+/// and a number past the table (1000); a listed-out older one (`acct`) keeps the profile's EPERM.
+/// Decided side by side with runc on the same profile.
+#[test]
+fn syscalls_newer_than_the_profile_answer_enosys_as_under_runc() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("caller-seccomp-enosys");
+    // (what, raw call, the answer runc gives)
+    let probes: [(&str, Vec<String>, &str); 5] = [
+        (
+            "close_range(100, 200, 0)",
+            vec!["436".into(), "100".into(), "200".into(), "0".into()],
+            "errno 38",
+        ),
+        (
+            "faccessat2(AT_FDCWD, \"/\", F_OK, 0)",
+            vec!["439".into(), "-100".into(), "0".into()],
+            "errno 38",
+        ),
+        (
+            "fchmodat2(-1, 0, 0, 0)",
+            vec![
+                "452".into(),
+                "-1".into(),
+                "0".into(),
+                "0".into(),
+                "0".into(),
+            ],
+            "errno 38",
+        ),
+        ("syscall 1000", vec!["1000".into()], "errno 38"),
+        ("acct(NULL)", vec!["163".into(), "0".into()], "errno 1"),
+    ];
+    let spec_of = |call: &[String]| {
+        let mut args: Vec<&str> = vec!["/bin/seccomp-probe", "call"];
+        args.extend(call.iter().map(String::as_str));
+        let mut spec = base_spec(&args);
+        spec["linux"]["seccomp"] = older_profile();
+        spec
+    };
+    for (what, call, want) in &probes {
+        let out = env.run_spec(&spec_of(call));
+        assert_eq!(out.code, 0, "{what} under rloxsc: {out}");
+        assert_eq!(&decision(&out.stdout), want, "{what} under rloxsc: {out}");
+    }
+    let Some(runc) = runc_bin() else {
+        if std::env::var("RLOXSC_ALLOW_SKIP").as_deref() == Ok("1") {
+            eprintln!("SKIPPED (runc side): runc is not installed");
+            return;
+        }
+        panic!("runc is not installed (apt-get install runc, or set RUNC_BIN)");
+    };
+    for (what, call, want) in &probes {
+        let out = runc_run(&env, &runc, &spec_of(call));
+        assert_eq!(out.code, 0, "{what} under runc: {out}");
+        assert_eq!(
+            &decision(&out.stdout),
+            want,
+            "{what}: runc answers otherwise"
         );
     }
 }

@@ -189,6 +189,13 @@ pub fn harden(
         crate::policy::keys::SECCOMP,
         "rloxsc's seccomp allowlist is installed under any profile the caller gives",
     );
+    let caller_profile = spec
+        .linux_mut()
+        .as_mut()
+        .and_then(|l| l.seccomp_mut().as_mut());
+    if let Some(what) = caller_profile.and_then(crate::seccomp::caller::enosys_past_the_profile) {
+        changes.push(crate::policy::keys::SECCOMP, what);
+    }
     invariants::check(&spec, &policy, facts).map_err(|what| {
         refuse(
             invariants::KEY,

@@ -137,7 +137,7 @@ fn compile_at_level(extra: &[String], level: u32) -> Result<CompiledFilter> {
             .with_context(|| format!("seccomp: cannot make syscall {nr} answer ENOSYS"))?;
     }
 
-    let bpf = export(&ctx)?;
+    let bpf = enosys_past_the_table(export(&ctx)?);
     if bpf.is_empty() || bpf.len() % 8 != 0 {
         bail!(
             "seccomp: libseccomp produced a malformed program of {} bytes",
@@ -172,6 +172,42 @@ pub fn compile_ioctl_guard() -> Result<Vec<u8>> {
 
 /// The last number of x86_64's native syscall table range (512 and up are x32 numbers).
 pub const LAST_NATIVE_SYSCALL: i32 = 511;
+
+/// The first x32 syscall number (`__X32_SYSCALL_BIT`): libseccomp's program decides these itself.
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+/// `AUDIT_ARCH_X86_64`.
+const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+
+/// Puts five instructions before libseccomp's `program`: a native x86_64 syscall number past the
+/// table's end and below the x32 range (no such syscall exists yet) answers ENOSYS, as runc answers
+/// it, instead of the allowlist's EPERM; everything else goes on to `program` unchanged (its jumps
+/// are relative, and it loads the architecture and number again itself). libseccomp cannot say this:
+/// it takes rules one syscall number at a time.
+fn enosys_past_the_table(program: Vec<u8>) -> Vec<u8> {
+    // classic BPF: (code, jt, jf, k); the offsets count the instructions skipped
+    const LD_ABS_W: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const JGE_K: u16 = 0x35;
+    const JGT_K: u16 = 0x25;
+    const RET_K: u16 = 0x06;
+    const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+    let prefix: [(u16, u8, u8, u32); 6] = [
+        (LD_ABS_W, 0, 0, 4), // seccomp_data.arch
+        (JEQ_K, 0, 4, AUDIT_ARCH_X86_64),
+        (LD_ABS_W, 0, 0, 0), // seccomp_data.nr
+        (JGE_K, 2, 0, X32_SYSCALL_BIT),
+        (JGT_K, 0, 1, LAST_NATIVE_SYSCALL as u32),
+        (RET_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS as u32),
+    ];
+    let mut out = Vec::with_capacity(prefix.len() * 8 + program.len());
+    for (code, jt, jf, k) in prefix {
+        out.extend_from_slice(&code.to_ne_bytes());
+        out.extend_from_slice(&[jt, jf]);
+        out.extend_from_slice(&k.to_ne_bytes());
+    }
+    out.extend_from_slice(&program);
+    out
+}
 
 /// The highest x86_64 syscall number among every name the allowlist classifies (allowed, conditional,
 /// ENOSYS or never allowed) that libseccomp knows.
@@ -310,6 +346,30 @@ mod tests {
             }
         }
         assert!(cases > 40_000);
+    }
+
+    /// Past the native table and below the x32 range: ENOSYS, as under runc; x32 numbers and other
+    /// architectures are still the program's (killed).
+    #[test]
+    fn numbers_past_the_table_answer_enosys() {
+        let prog = compile_filter().unwrap().bpf;
+        let decide = |arch: u32, nr: u32| {
+            let mut data = [0u8; 64];
+            data[0..4].copy_from_slice(&nr.to_le_bytes());
+            data[4..8].copy_from_slice(&arch.to_le_bytes());
+            run_bpf(&prog, &data)
+        };
+        for nr in [512, 1000, 0x3fff_ffff] {
+            assert_eq!(decide(AUDIT_ARCH_X86_64, nr), 0x0005_0000 | 38, "{nr}");
+        }
+        assert_eq!(decide(AUDIT_ARCH_X86_64, 511), 0x0005_0000 | 38);
+        assert_eq!(decide(AUDIT_ARCH_X86_64, 39), 0x7fff_0000, "getpid allowed");
+        assert_eq!(
+            decide(AUDIT_ARCH_X86_64, 0x4000_0027),
+            0x8000_0000,
+            "x32 getpid killed"
+        );
+        assert_eq!(decide(0x4000_0003, 1000), 0x8000_0000, "i386 killed");
     }
 
     #[test]

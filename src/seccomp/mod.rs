@@ -3,6 +3,7 @@
 //! payload runs, verified there.
 
 pub mod allowlist;
+pub mod caller;
 pub mod compile;
 pub mod install;
 
