@@ -50,6 +50,22 @@ impl IdMap {
         }
     }
 
+    /// The mapping of the user namespace process `pid` is in, read from its `uid_map` and
+    /// `gid_map` (`None` when either cannot be read or holds a line beyond 32 bits).
+    pub fn of_process(pid: i32) -> Option<IdMap> {
+        let read = |what: &str| -> Option<Vec<(u32, u32, u32)>> {
+            let text = crate::fsutil::read_small_string(format!("/proc/{pid}/{what}")).ok()?;
+            parse_id_map(&text)
+                .into_iter()
+                .map(|(i, o, n)| Some((i.try_into().ok()?, o.try_into().ok()?, n.try_into().ok()?)))
+                .collect()
+        };
+        Some(IdMap {
+            uids: read("uid_map")?,
+            gids: read("gid_map")?,
+        })
+    }
+
     /// The host uid of container uid `id`, if mapped.
     pub fn host_uid(&self, id: u32) -> Option<u32> {
         to_host(&self.uids, id)

@@ -267,3 +267,47 @@ fn exec_into_a_missing_sub_cgroup_is_refused_and_nothing_is_made() {
     drop(c);
     env.assert_nothing_left(&id, "after delete");
 }
+
+// Issue #32 (5): on a hybrid host the init and exec'd processes stayed in their creator's cgroups of
+// the `name=systemd` and cgroup2 hierarchies (systemd counted them to the caller's unit, and stopping
+// that unit killed them); runc places them in the container's cgroup there too. Every line of the
+// host's /proc/<pid>/cgroup, on any host (v1, hybrid, v2), names the container's cgroup.
+#[test]
+fn init_and_exec_are_in_the_containers_cgroup_in_every_hierarchy() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("exec-hier");
+    let c = careless_running(&env);
+    let pid_file = c.bundle.join("exec.pid");
+    env.rloxsc(&[
+        "exec",
+        "--detach",
+        "--pid-file",
+        pid_file.to_str().unwrap(),
+        &c.id,
+        "sleep",
+        "30",
+    ])
+    .expect_ok();
+    let exec_pid: i32 = read_trimmed(&pid_file).parse().expect("pid in pid file");
+    let hybrid = ["systemd", "unified"]
+        .iter()
+        .all(|h| std::path::Path::new("/sys/fs/cgroup").join(h).is_dir());
+    for (what, pid) in [("init", c.pid), ("exec'd", exec_pid)] {
+        let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+        for line in cg.lines() {
+            assert!(
+                line.ends_with(&format!("/{}", c.id)),
+                "the {what} process is outside the container's cgroup in {line:?} (hybrid host: {hybrid}):\n{cg}"
+            );
+        }
+        if hybrid {
+            assert!(cg.lines().any(|l| l.starts_with("0::")), "{cg}");
+            assert!(cg.contains(":name=systemd:"), "{cg}");
+        }
+    }
+    let id = c.id.clone();
+    drop(c);
+    env.assert_nothing_left(&id, "after delete");
+}

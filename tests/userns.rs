@@ -548,3 +548,57 @@ fn a_container_binds_low_ports_in_a_network_namespace_the_host_owns() {
         "nc could not listen on port 80: {out}"
     );
 }
+
+// Issue #32 (1): a pod's container joins the sandbox's user namespace by path, so its spec has no id
+// mappings of its own; the stdio hand-over found none and left the caller's pipes host root's, and
+// nginx and httpd died opening /dev/stdout (critest PodPID, ContainerPID). The pipes now become the
+// process's user through the joined namespace's mapping, for the init and an exec'd process alike.
+#[test]
+fn a_pod_containers_stdio_is_its_own() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("uns-pod-stdio");
+    let sandbox = env.start_container(&base_spec(LONG_LIVED));
+    let joined = |args: &[&str]| {
+        let mut spec = base_spec(args);
+        for n in spec["linux"]["namespaces"].as_array_mut().unwrap() {
+            let t = n["type"].as_str().unwrap().to_string();
+            if ["ipc", "uts", "pid"].contains(&t.as_str()) {
+                n["path"] = json!(format!("/proc/{}/ns/{t}", sandbox.pid));
+            }
+        }
+        spec
+    };
+    let reopen = [
+        "sh",
+        "-c",
+        "echo reopened > /dev/stdout && echo too > /dev/stderr",
+    ];
+    // rloxsc's stdout and stderr are pipes here, as a shim's are (the test's usual capture files
+    // stay the caller's, as under runc)
+    let piped = |args: &[&str]| {
+        let out = std::process::Command::new(rloxsc_bin())
+            .arg("--root")
+            .arg(&env.root)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let (o, e) = (
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        );
+        assert!(
+            out.status.success() && o.contains("reopened") && e.contains("too"),
+            "{args:?} could not reopen its stdio: {o} / {e}"
+        );
+    };
+    let bundle = env.bundle(&joined(&reopen));
+    let id = env.id();
+    let _g = env.guard(&id);
+    piped(&["run", "--bundle", bundle.to_str().unwrap(), &id]);
+
+    let app = env.start_container(&joined(LONG_LIVED));
+    piped(&[&["exec", &app.id][..], &reopen[..]].concat());
+}

@@ -614,7 +614,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     let owner = host_spec
         .process()
         .as_ref()
-        .and_then(|p| super::exec::process_owner(&host_spec, p));
+        .and_then(|p| super::exec::process_owner(&host_spec, p, None));
     if let Some(o) = owner {
         super::give_stdio_to(o);
     }

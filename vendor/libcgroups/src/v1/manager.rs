@@ -23,15 +23,19 @@ use super::network_priority::NetworkPriority;
 use super::perf_event::PerfEvent;
 use super::pids::Pids;
 use super::util::V1MountPointError;
-use super::{ControllerType as CtrlType, util};
+use super::{util, ControllerType as CtrlType};
 use crate::common::{
-    self, AnyCgroupManager, CGROUP_PROCS, CgroupManager, ControllerOpt, FreezerState,
-    JoinSafelyError, PathBufExt, WrapIoResult, WrappedIoError,
+    self, AnyCgroupManager, CgroupManager, ControllerOpt, FreezerState, JoinSafelyError,
+    PathBufExt, WrapIoResult, WrappedIoError, CGROUP_PROCS,
 };
 use crate::stats::{PidStatsError, Stats, StatsProvider};
 
 pub struct Manager {
     subsystems: HashMap<CtrlType, PathBuf>,
+    /// The container's cgroup in the hierarchies without controllers that track processes: the
+    /// named `name=systemd` hierarchy and, on a hybrid host, the cgroup2 one. Its processes are
+    /// placed there too and the directories removed with the rest, as runc does.
+    trackers: Vec<PathBuf>,
 }
 
 #[derive(thiserror::Error, Debug)]
@@ -103,7 +107,40 @@ impl Manager {
             }
         }
 
-        Ok(Manager { subsystems })
+        let trackers = match &mounts {
+            Ok(mounts) if !cgroup_path.as_os_str().is_empty() => {
+                Self::tracker_paths(cgroup_path, mounts)
+            }
+            _ => Vec::new(),
+        };
+
+        Ok(Manager {
+            subsystems,
+            trackers,
+        })
+    }
+
+    /// `cgroup_path` below the `name=systemd` hierarchy and a hybrid host's cgroup2 mount, where
+    /// mounted.
+    fn tracker_paths(cgroup_path: &Path, mounts: &[procfs::process::MountInfo]) -> Vec<PathBuf> {
+        mounts
+            .iter()
+            .filter(|m| {
+                m.fs_type == "cgroup2"
+                    || (m.fs_type == "cgroup"
+                        && m.super_options.get("name") == Some(&Some("systemd".to_string())))
+            })
+            .filter_map(|m| m.mount_point.join_safely(cgroup_path).ok())
+            .collect()
+    }
+
+    /// Places `pid` in the tracking hierarchies (the directories made as needed).
+    fn add_to_trackers(&self, pid: Pid) -> Result<(), V1ManagerError> {
+        for dir in &self.trackers {
+            fs::create_dir_all(dir).wrap_create_dir(dir)?;
+            common::write_cgroup_file(dir.join(CGROUP_PROCS), pid)?;
+        }
+        Ok(())
     }
 
     fn process_cgroups() -> Result<ProcessCGroups, V1ManagerError> {
@@ -211,7 +248,7 @@ impl CgroupManager for Manager {
             }
         }
 
-        Ok(())
+        self.add_to_trackers(pid)
     }
 
     fn apply(&self, controller_opt: &ControllerOpt) -> Result<(), Self::Error> {
@@ -253,6 +290,12 @@ impl CgroupManager for Manager {
                 }
 
                 common::delete_with_retry(cgroup_path, 4, Duration::from_millis(100))?;
+            }
+        }
+        // the trackers hold no process the controllers' cgroups did not: emptied above
+        for dir in &self.trackers {
+            if dir.exists() {
+                common::delete_with_retry(dir, 4, Duration::from_millis(100))?;
             }
         }
 

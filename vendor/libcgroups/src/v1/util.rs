@@ -62,8 +62,9 @@ pub fn list_supported_mount_points() -> Result<HashMap<ControllerType, PathBuf>,
     Ok(mount_paths)
 }
 
-/// The cgroup v1 mounts of this process's mount namespace, read from `/proc/self/mountinfo` once
-/// (a caller that looks up several subsystems reads and parses it once, not once per subsystem).
+/// The cgroup v1 mounts of this process's mount namespace, and a hybrid host's cgroup2 mount, read
+/// from `/proc/self/mountinfo` once (a caller that looks up several subsystems reads and parses it
+/// once, not once per subsystem).
 pub fn cgroup_mounts() -> Result<Vec<MountInfo>, V1MountPointError> {
     let reader = BufReader::new(ProcfsHandle::new()?.open(
         ProcfsBase::ProcSelf,
@@ -77,7 +78,7 @@ pub fn cgroup_mounts() -> Result<Vec<MountInfo>, V1MountPointError> {
             lr.map_err(V1MountPointError::Io)
                 .and_then(|line| MountInfo::from_line(&line).map_err(V1MountPointError::MountInfo))
         })
-        .filter(|r| !matches!(r, Ok(m) if m.fs_type != "cgroup"))
+        .filter(|r| !matches!(r, Ok(m) if m.fs_type != "cgroup" && m.fs_type != "cgroup2"))
         .collect()
 }
 
