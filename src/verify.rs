@@ -937,7 +937,8 @@ fn check_binds_and_writable(mounts: &[MountLine], spec: &Spec) -> Vec<Failure> {
             || (dest == "/" && point.starts_with('/'))
             || point.starts_with(&format!("{}/", dest.trim_end_matches('/')))
     };
-    let binds: Vec<(String, bool)> = spec
+    // (destination, read-only at its top, read-only recursively)
+    let binds: Vec<(String, bool, bool)> = spec
         .mounts()
         .iter()
         .flatten()
@@ -949,8 +950,12 @@ fn check_binds_and_writable(mounts: &[MountLine], spec: &Spec) -> Vec<Failure> {
                     .any(|o| o == "bind" || o == "rbind")
         })
         .map(|m| {
-            let ro = m.options().iter().flatten().any(|o| o == "ro");
-            (m.destination().display().to_string(), ro)
+            let has_opt = |f: &str| m.options().iter().flatten().any(|o| o == f);
+            (
+                m.destination().display().to_string(),
+                has_opt("ro"),
+                has_opt("rro"),
+            )
         })
         .collect();
     let masked: Vec<String> = spec
@@ -962,14 +967,18 @@ fn check_binds_and_writable(mounts: &[MountLine], spec: &Spec) -> Vec<Failure> {
         // the innermost bind destination holding this mount
         let bind = binds
             .iter()
-            .filter(|(d, _)| under(&m.point, d))
-            .max_by_key(|(d, _)| d.len());
-        if let Some((dest, ro)) = bind {
+            .filter(|(d, _, _)| under(&m.point, d))
+            .max_by_key(|(d, _, _)| d.len());
+        if let Some((dest, ro, rro)) = bind {
             let mut missing: Vec<&str> = ["nosuid", "nodev"]
                 .into_iter()
                 .filter(|f| !has(&m.opts, f))
                 .collect();
-            if *ro && !has(&m.opts, "ro") {
+            // `ro` makes the bind's top read-only, `rro` every mount below it too; a host mount below
+            // a non-recursive read-only bind stays as the host has it, as under runc (the hardening
+            // adds `rro` wherever writable binds are not allowed or the source is a system path)
+            let top = m.point == dest.trim_end_matches('/');
+            if (*ro && top || *rro) && !has(&m.opts, "ro") {
                 missing.push("ro");
             }
             if !missing.is_empty() {
@@ -1255,7 +1264,31 @@ mod tests {
         let bind_sub = format!("{bind_ok}22 21 0:10 / /data/sub rw - ext4 /dev/vdc rw\n");
         let f = check_mounts(&mounts(&bind_sub), &bspec, &none());
         assert_eq!(f[0].key, keys::WRITABLE_BINDS, "{f:?}");
-        assert!(f[0].what.contains("nosuid,nodev,ro"), "{f:?}");
+        assert!(
+            f[0].what
+                .ends_with("lacks nosuid,nodev inside the container"),
+            "{f:?}"
+        );
+        // `ro` is the top's only (runc's rbind,ro): a submount with nosuid,nodev may stay writable
+        let sub_rw =
+            format!("{bind_ok}22 21 0:10 / /data/sub rw,nosuid,nodev - tmpfs t rw,size=64k\n");
+        assert!(check_mounts(&mounts(&sub_rw), &bspec, &none()).is_empty());
+        // `rro` (what the hardening adds under writable_binds = false): every submount read-only
+        let mut rro = bspec.clone();
+        let mut ms = rro.mounts().clone().unwrap();
+        let mut o = ms[ms.len() - 1].options().clone().unwrap();
+        o.push("rro".to_string());
+        let last = ms.len() - 1;
+        ms[last].set_options(Some(o));
+        rro.set_mounts(Some(ms));
+        let f = check_mounts(&mounts(&sub_rw), &rro, &none());
+        assert!(
+            f[0].what.contains("/data/sub") && f[0].what.contains("lacks ro"),
+            "{f:?}"
+        );
+        // the top itself still must be read-only
+        let top_rw = format!("{good}21 1 0:9 / /data rw,nosuid,nodev - ext4 /dev/vdb rw\n");
+        assert!(!check_mounts(&mounts(&top_rw), &bspec, &none()).is_empty());
         let big_tmp = good.replace("rw,size=1024k", "rw");
         assert_eq!(
             check_mounts(&mounts(&big_tmp), &spec, &none())[0].key,

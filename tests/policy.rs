@@ -277,3 +277,59 @@ fn rbind_submounts_get_the_bind_hardening() {
     );
     assert!(!src.join("sub/x").exists() && !src.join("x").exists());
 }
+
+/// Unmounts a mount the test made on the host, even when the test fails.
+struct HostMount(std::path::PathBuf);
+
+impl Drop for HostMount {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
+// Issue #32 (2): a read-only bind (`rbind,ro`) of a host directory with a mount below it could not
+// start: the plain `ro` reaches the bind's top only, the submount stayed writable, and rloxsc's own
+// verification removed the container ("lacks ro inside the container"; runc's mounts_recursive.bats,
+// critest's non-recursive read-only mount). As under runc the submount now stays as the host has it
+// (writable binds are allowed: the caller could bind it writable itself); under
+// `writable_binds = false` the bind is made read-only recursively, submount included.
+#[test]
+fn a_read_only_bind_with_a_submount_starts_as_under_runc_or_recursively_read_only() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("pol-rbind-ro");
+    let src = env.dir.join("rbind-src");
+    let sub = src.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    nix::mount::mount(
+        Some("tmpfs"),
+        &sub,
+        Some("tmpfs"),
+        nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
+        Some("size=1m"),
+    )
+    .expect("a tmpfs below the bind's source");
+    let _unmount = HostMount(sub.clone());
+    let mut spec = base_spec(&[
+        "sh",
+        "-c",
+        "touch /data/top 2>/dev/null && echo top-rw || echo top-ro; \
+         touch /data/sub/x 2>/dev/null && echo sub-rw || echo sub-ro",
+    ]);
+    spec["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/data", "type": "bind", "source": src.to_str().unwrap(),
+            "options": ["rbind", "ro"]
+        }));
+    let out = env.run_spec(&spec);
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.stdout, "top-ro\nsub-rw\n", "{out}");
+
+    let f = write(&env, "p.toml", "[mounts]\nwritable_binds = false\n");
+    let out = env.run_spec_with_policy(&spec, &f);
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.stdout, "top-ro\nsub-ro\n", "{out}");
+}
