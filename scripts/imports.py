@@ -99,7 +99,7 @@ LAYERS = [
     ("policy", ["harden", "seccomp", "policy_file", "limits::rules"]),
     # 2 the host side of one container: state, identity, filesystem, verification, records
     ("mechanics", ["bundle", "context", "fault", "executor", "exeseal", "facts", "idmap", "userns",
-                   "subids", "kernel_features", "network", "limits", "views", "rootfs", "custodian",
+                   "subids", "rootless", "kernel_features", "network", "limits", "views", "rootfs", "custodian",
                    "footprint", "container", "record", "verify", "logging", "docs_check", "fuzzing"]),
     # 3 the one launch path (create, exec, the foreground wait)
     ("launch", ["launch"]),

@@ -526,6 +526,14 @@ pub fn main() -> i32 {
     } else {
         1
     };
+    // without the host's root there is no containment to give (no id pool, no cgroups, no trusted
+    // state): refused with the reason before anything else is looked at
+    if traits.is_some_and(|t| t.uses_state || t.starts_container_processes) {
+        if let Some(why) = crate::rootless::reason() {
+            logger.error(&crate::rootless::refusal(&why));
+            return failed;
+        }
+    }
     if traits.is_some_and(|t| t.starts_container_processes) {
         if let Err(e) = crate::exeseal::ensure_sealed(&cli.root.join("empty")) {
             logger.error(&format!(

@@ -40,6 +40,7 @@ pub mod policy;
 pub mod policy_file;
 pub mod record;
 pub mod rootfs;
+pub mod rootless;
 pub mod seccomp;
 pub mod subids;
 pub mod trust;

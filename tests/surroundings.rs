@@ -615,3 +615,88 @@ fn ptys_aio_and_terminal_injection_are_bounded_or_denied() {
         );
     }
 }
+
+// Issue #30: rloxsc started by an ordinary user, or as root of a user namespace (rootless Podman),
+// failed with "refusing the state root /run/rloxsc: the directory / is owned by uid 65534", then a
+// warning about the read-only bind of its own binary. It now refuses at once, naming the cause
+// (no host root; cgroup v1 gives a user no pids or memory controller), the fix and the policy keys,
+// for every verb that acts on containers, and makes nothing; `doctor` says the same.
+#[test]
+fn without_the_hosts_root_every_container_verb_is_refused_with_the_cause() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("sur-rootless");
+    // a copy anyone may execute (the build tree may not be reachable for nobody)
+    let bin = env.dir.join("rloxsc");
+    fs::copy(rloxsc_bin(), &bin).unwrap();
+    fs::set_permissions(&env.dir, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
+    let bundle = env.bundle(&base_spec(&["true"]));
+    fs::set_permissions(&bundle, fs::Permissions::from_mode(0o755)).unwrap();
+    let state = env.dir.join("user-state");
+    let b = bundle.to_str().unwrap();
+    let st = state.to_str().unwrap();
+    let bin_s = bin.to_str().unwrap();
+    let as_user: &[&str] = &[
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--",
+    ];
+    let in_userns: &[&str] = &["unshare", "--user", "--map-root-user", "--"];
+    let verbs: [&[&str]; 4] = [
+        &["run", "--bundle", b, "rl1"],
+        &["create", "--bundle", b, "rl2"],
+        &["list"],
+        &["delete", "--force", "rl1"],
+    ];
+    for (who, prefix) in [
+        ("an ordinary user", as_user),
+        ("root of a user namespace", in_userns),
+    ] {
+        for verb in verbs {
+            let mut argv: Vec<&str> = prefix.to_vec();
+            argv.extend([bin_s, "--root", st]);
+            argv.extend(verb);
+            let mut cmd = std::process::Command::new(argv[0]);
+            cmd.args(&argv[1..]).stdin(Stdio::null());
+            let out = env.exec(cmd);
+            assert_ne!(out.code, 0, "{who}: {out}");
+            assert_error(
+                &out,
+                &[
+                    "without the host's root",
+                    "cgroup v2",
+                    "Delegate=yes",
+                    "limits.pids",
+                    "limits.memory",
+                ],
+            );
+            assert!(
+                !out.stderr.contains("/run/rloxsc") && !out.stderr.contains("the directory /"),
+                "{who}: {out}"
+            );
+            if cgroups_v1() {
+                assert!(out.stderr.contains("cgroups are v1"), "{who}: {out}");
+            }
+        }
+        assert!(!state.exists(), "{who}: a state root was made");
+    }
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args(&as_user[1..])
+        .args([bin_s, "doctor"])
+        .stdin(Stdio::null());
+    let out = env.exec(cmd);
+    assert!(
+        out.stdout
+            .contains("[FAIL] rootless: rloxsc runs as uid 65534, not root"),
+        "{out}"
+    );
+}
+
+/// Whether this host's cgroups are v1 (or hybrid): no cgroup2 mount at /sys/fs/cgroup itself.
+fn cgroups_v1() -> bool {
+    !Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
+}

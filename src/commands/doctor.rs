@@ -256,6 +256,14 @@ pub fn doctor(fix: bool) -> Result<i32> {
             );
         }
     }
+    // run as an ordinary user (or in rootless Podman's user namespace): what rloxsc would refuse
+    if let Some(why) = crate::rootless::reason() {
+        checks.push(check(
+            false,
+            format!("rootless: {why}"),
+            crate::rootless::refusal(&why),
+        ));
+    }
     let kernel = crate::kernel_features::running_release();
     let major_minor = crate::kernel_features::running_version();
     checks.push(check(
