@@ -53,6 +53,7 @@ hostile-bind-host-root p_hostile_bind_root
 hostile-bind-rloxsc-state p_hostile_bind_state
 escape-demo p_escape_demo
 escape-demo-careless p_escape_demo_careless
+rootless-refused p_rootless
 "
 
 PRUN=(podman run --pull=never --runtime "$RLOXSC")
@@ -308,6 +309,38 @@ p_judge_limits() {
     assert_eq "the file an exec'd process grew past the limit" 2097152 "$(printf '%s\n' "$OUT" | tail -n 1 | tr -d ' ')"
     assert_match "the init's RLIMIT_FSIZE from outside" "Max file size +2097152 +2097152" \
         "$(cat "/proc/$(podman inspect -f '{{.State.Pid}}' "$n")/limits")"
+}
+
+# Rootless Podman (an ordinary user with subordinate ids, the runtime given by path, as a user without
+# root runs it): runc runs the container there (the baseline, no limits: cgroup v1 gives the user no
+# controllers); rloxsc refuses it with the cause, what the host needs and the policy keys, never the
+# old "refusing the state root /run/rloxsc: the directory / ..." (issue #30), and makes nothing.
+p_rootless() {
+    local u=rxrootless xdg uid out
+    command -v newuidmap >/dev/null || rx_install_packages uidmap || fail "apt-get install uidmap failed"
+    id "$u" >/dev/null 2>&1 || ok useradd -m -s /bin/bash "$u"
+    on_exit userdel -r -f "$u"
+    grep -q "^$u:" /etc/subuid || ok usermod --add-subuids 200000-265535 --add-subgids 200000-265535 "$u"
+    uid=$(id -u "$u")
+    xdg=$(mktemp -d /tmp/rloxsc-rootless-xdg.XXXXXX)
+    on_exit rm -rf "$xdg"
+    chown "$u" "$xdg"
+    chmod 0700 "$xdg"
+    install -m 0644 "$W/rootfs.tar" "$xdg.tar"
+    on_exit rm -f "$xdg.tar"
+    ok su - "$u" -c "XDG_RUNTIME_DIR=$xdg podman import --change 'CMD [\"/bin/sh\"]' $xdg.tar localhost/rxrootless:1"
+    ok su - "$u" -c "XDG_RUNTIME_DIR=$xdg podman --runtime /usr/sbin/runc run --rm --network=none localhost/rxrootless:1 cat /proc/self/uid_map"
+    assert_match "runc's rootless container: root is the user" "^ *0 +$uid +1\b" "$OUT"
+    rx_leak_snapshot podman | sort >"$W/leak-before.rootless"
+    run_cap su - "$u" -c "XDG_RUNTIME_DIR=$xdg podman --runtime $RLOXSC run --rm --network=none localhost/rxrootless:1 true"
+    [ "$RC" != 0 ] || fail "rootless Podman ran a container under rloxsc (exit 0)"
+    out="$ERR$OUT"
+    assert_match "the refusal names the cause" "without the host's root: rloxsc runs as root of a user namespace" "$out"
+    assert_match "... what the host needs" "cgroup v2 with systemd's Delegate=yes" "$out"
+    assert_match "... this host's cgroups" "this host's cgroups are v1" "$out"
+    assert_match "... and the policy keys" "policy keys limits.pids, limits.memory" "$out"
+    assert_no_match "no word of the state root" "/run/rloxsc|the directory / " "$out"
+    assert_no_leaks podman "$W/leak-before.rootless"
 }
 
 p_oom() {
