@@ -222,7 +222,9 @@ pub fn idmapped_tmpfs() -> Probe {
         if mount_setattr_exists().is_err() {
             return Err("no idmapped mounts at all (mount_setattr is absent)".into());
         }
-        crate::userns::probe().map_err(|e| format!("{e:#}"))
+        // a tmpfs of its own: idmapping the root filesystem says nothing of tmpfs (6.12 idmaps
+        // both; 5.19 ext4 and not tmpfs)
+        crate::userns::probe_tmpfs().map_err(|e| format!("{e:#}"))
     });
     tried(IDMAPPED_TMPFS, r.clone())
 }
@@ -308,6 +310,19 @@ pub fn probe_all() -> Vec<Probe> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Issue #33: the idmapped-tmpfs probe idmapped the root filesystem, so `doctor` said on 6.12 (a
+    // guest whose root cannot be idmapped) that docker cp "will not work" while it worked. It idmaps
+    // a tmpfs now: on a kernel that has the feature it is found (run as root, as the suite is).
+    #[test]
+    fn the_idmapped_tmpfs_probe_tries_a_tmpfs() {
+        // SAFETY: geteuid has no preconditions
+        if running_version() < IDMAPPED_TMPFS.since || unsafe { libc::geteuid() } != 0 {
+            return;
+        }
+        let p = idmapped_tmpfs();
+        assert!(p.ok(), "{:?}", p.available);
+    }
 
     // Debian 11's 5.10 (measured in tests/matrix): no mount_setattr, so no idmapped mounts; rloxsc
     // refuses at create naming the feature, not ENOSYS halfway; a missing optional feature refuses

@@ -308,6 +308,17 @@ pub fn probe() -> Result<()> {
     Ok(())
 }
 
+/// Whether this kernel idmaps a tmpfs (6.3+; the host-side views of the writable paths are idmapped
+/// tmpfs): a fresh, detached 4 KiB tmpfs is idmapped and dropped, nothing attached anywhere.
+pub fn probe_tmpfs() -> Result<()> {
+    let ns = namespace_fd("0 1073741824 1\n", "0 1073741824 1\n")?;
+    let tmp = crate::mountapi::tmpfs(&[("size".to_string(), "4k".to_string())], 0)
+        .context("cannot make a tmpfs")?;
+    crate::mountapi::idmap(&tmp, &ns, false)
+        .map_err(|e| anyhow!("idmapped tmpfs mounts: {e} (Linux 6.3+)"))?;
+    Ok(())
+}
+
 /// The user namespace fd of a [`namespace_fd`] for a whole block.
 pub fn block_namespace(a: &Allocation) -> Result<OwnedFd> {
     let map = format!("0 {} {}\n", a.base, BLOCK);
