@@ -287,6 +287,13 @@ pub fn harden_mounts(
                     ),
                 );
             }
+            // a read-only bind is read-only down to every submount: plain `ro` reaches the top
+            // mount only (runc leaves the host's mounts below it writable; a caller who bound a
+            // directory read-only did not mean to hand out what is mounted inside it, and
+            // containerd 1.6 drops the CRI's recursive_read_only to a plain `ro`)
+            if o.iter().any(|x| x == "ro") {
+                changed |= ensure_flag(&mut o, "rro", "rrw");
+            }
             if !o.iter().any(|x| x == "ro") {
                 if let Some(bin) = facts.runtime_binaries.iter().find(|b| {
                     b.parent().is_some_and(|d| d.starts_with(&canonical)) || **b == canonical
