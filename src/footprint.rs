@@ -182,8 +182,12 @@ impl Footprint {
 const STEP_LIMIT: Duration = Duration::from_secs(10);
 
 /// Gives back everything container `id` under `layout` holds (see the module documentation). Each
-/// step is bounded by itself. Errors of single steps are logged; the rest still runs.
-pub fn release(layout: &Layout, id: &str) {
+/// step is bounded by itself; a step that fails does not stop the others. Returns what could not be
+/// given back (each with its cause; empty when everything was), for `delete` to fail on: a delete
+/// that reports success with something left behind would hide it.
+#[must_use = "what could not be released must reach the caller"]
+pub fn release(layout: &Layout, id: &str) -> Vec<String> {
+    let mut left = Vec::new();
     let fp = Footprint::load(layout, id);
     let l = &fp.ledger;
     let cgroup = placement(layout, id);
@@ -217,10 +221,14 @@ pub fn release(layout: &Layout, id: &str) {
     }
     if let Some(cg) = &cgroup {
         if let Err(e) = cg.remove(id) {
-            tracing::warn!("{e:#}");
+            left.push(format!("{e:#}"));
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = std::fs::remove_dir_all(&dir) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            left.push(format!("its state directory {}: {e}", dir.display()));
+        }
+    }
     // 5. the view directory (also one a create killed before it recorded it made)
     for v in l
         .views
@@ -234,8 +242,10 @@ pub fn release(layout: &Layout, id: &str) {
     // bundle below holds the clone's mount point: it is never removed while the clone is there)
     if let Some(k) = &l.layer {
         if let Err(e) = k.release() {
-            tracing::warn!("container {id}: {e:#}; its state is kept for delete --force to retry");
-            return;
+            left.push(format!(
+                "{e:#} (its state is kept for delete --force to retry)"
+            ));
+            return left;
         }
     }
     // 7. the block of host ids
@@ -245,8 +255,12 @@ pub fn release(layout: &Layout, id: &str) {
     }
     // 8. the private bundle, the ledger with it
     if let Err(e) = layout.remove_bundle(id) {
-        tracing::warn!("container {id}: {e:#}");
+        left.push(format!("{e:#}"));
     }
+    for what in &left {
+        tracing::warn!("container {id}: not released: {what}");
+    }
+    left
 }
 
 /// Kills what a `create` or `run` of `id` that never finished (rloxsc SIGKILLed halfway) left running

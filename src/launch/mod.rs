@@ -61,7 +61,9 @@ impl<'a> Guard<'a> {
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
         if self.armed {
-            crate::footprint::release(self.layout, &self.id);
+            // a failed create: its own error is the one reported; what could not be given back
+            // is logged by the release and left for `delete --force`
+            let _left = crate::footprint::release(self.layout, &self.id);
         }
     }
 }
