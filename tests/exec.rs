@@ -90,13 +90,8 @@ fn exec_keeps_the_callers_seccomp_profile_too() {
     assert!(out.stdout.contains("mkdir=denied"), "{out}");
 }
 
-#[test]
-fn exec_detached_is_contained_from_outside() {
-    if !require_prereqs(Need::Runtime) {
-        return;
-    }
-    let env = TestEnv::new("exec-detach");
-    let c = careless_running(&env);
+/// `exec --detach --pid-file` of `sleep 30` into `c`: the exec'd process's pid.
+fn exec_detached_sleep(env: &TestEnv, c: &Running) -> i32 {
     let pid_file = c.bundle.join("exec.pid");
     env.rloxsc(&[
         "exec",
@@ -108,7 +103,17 @@ fn exec_detached_is_contained_from_outside() {
         "30",
     ])
     .expect_ok();
-    let pid: i32 = read_trimmed(&pid_file).parse().expect("pid in pid file");
+    read_trimmed(&pid_file).parse().expect("pid in pid file")
+}
+
+#[test]
+fn exec_detached_is_contained_from_outside() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("exec-detach");
+    let c = careless_running(&env);
+    let pid = exec_detached_sleep(&env, &c);
     let status =
         std::fs::read_to_string(format!("/proc/{pid}/status")).expect("exec'd process alive");
     assert_eq!(status_field(&status, "Seccomp").as_deref(), Some("2"));
@@ -279,18 +284,7 @@ fn init_and_exec_are_in_the_containers_cgroup_in_every_hierarchy() {
     }
     let env = TestEnv::new("exec-hier");
     let c = careless_running(&env);
-    let pid_file = c.bundle.join("exec.pid");
-    env.rloxsc(&[
-        "exec",
-        "--detach",
-        "--pid-file",
-        pid_file.to_str().unwrap(),
-        &c.id,
-        "sleep",
-        "30",
-    ])
-    .expect_ok();
-    let exec_pid: i32 = read_trimmed(&pid_file).parse().expect("pid in pid file");
+    let exec_pid = exec_detached_sleep(&env, &c);
     let hybrid = ["systemd", "unified"]
         .iter()
         .all(|h| std::path::Path::new("/sys/fs/cgroup").join(h).is_dir());
