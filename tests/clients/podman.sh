@@ -320,6 +320,9 @@ p_rootless() {
     command -v newuidmap >/dev/null || rx_install_packages uidmap || fail "apt-get install uidmap failed"
     id "$u" >/dev/null 2>&1 || ok useradd -m -s /bin/bash "$u"
     on_exit userdel -r -f "$u"
+    # rootless Podman leaves its "podman pause" process (holding the user's namespace) behind: every
+    # process of this user is one this scenario started, stopped by pid before the user goes
+    on_exit p_stop_user_processes "$u"
     grep -q "^$u:" /etc/subuid || ok usermod --add-subuids 200000-265535 --add-subgids 200000-265535 "$u"
     uid=$(id -u "$u")
     xdg=$(mktemp -d /tmp/rloxsc-rootless-xdg.XXXXXX)
@@ -341,6 +344,15 @@ p_rootless() {
     assert_match "... and the policy keys" "policy keys limits.pids, limits.memory" "$out"
     assert_no_match "no word of the state root" "/run/rloxsc|the directory / " "$out"
     assert_no_leaks podman "$W/leak-before.rootless"
+}
+
+# p_stop_user_processes USER: SIGKILLs each process of USER, by pid (the scenario made the user)
+p_stop_user_processes() {
+    local uid pid
+    uid=$(id -u "$1") || return 0
+    for pid in $(ps -eo pid=,uid= | awk -v u="$uid" '$2 == u {print $1}'); do
+        kill -KILL "$pid" 2>/dev/null
+    done
 }
 
 p_oom() {
