@@ -41,6 +41,9 @@ pub struct ContainerRecord {
     /// policy's); `None`: the policy's own.
     #[serde(default)]
     pub egress_in_force: Option<Vec<crate::network::allow::EgressRule>>,
+    /// What bounds the bytes the container writes (`limits.disk`, or its store), as create set it.
+    #[serde(default)]
+    pub disk: Option<crate::limits::disk::Bound>,
 }
 
 impl ContainerRecord {
@@ -257,6 +260,7 @@ mod tests {
             policy: Policy::default(),
             init: None,
             egress_in_force: None,
+            disk: None,
         };
         l.write_bundle("c1", &Spec::default(), &meta).unwrap();
         assert!(

@@ -58,6 +58,9 @@ pub mod keys {
     pub const CPU_TIME: &str = "limits.cpu_time";
     /// RLIMIT_FSIZE of every process of the container, exec'd ones included.
     pub const FILE_SIZE: &str = "limits.file_size";
+    /// What a container may write into the client's writable layer: a project quota where its
+    /// filesystem enforces one (a policy may require it).
+    pub const DISK: &str = "limits.disk";
     /// Raw cgroup v2 `unified` keys a caller may set.
     pub const UNIFIED: &str = "limits.unified";
     /// The capability set a container may hold.
@@ -118,6 +121,7 @@ pub mod keys {
         CREATE_TIMEOUT,
         CPU_TIME,
         FILE_SIZE,
+        DISK,
         UNIFIED,
         CAPABILITIES,
         NO_NEW_PRIVS,
@@ -267,6 +271,13 @@ pub struct Policy {
     /// RLIMIT_FSIZE of every process of the container, bytes; off by default.
     #[serde(default)]
     pub file_size_bytes: OptionalLimit,
+    /// What a container may write into the client's writable layer, bytes: a project quota where
+    /// the layer's filesystem enforces one (see [`crate::limits::disk`]).
+    #[serde(default = "default_disk")]
+    pub disk_bytes: Limit,
+    /// Whether a container whose writes no project quota can bound is refused.
+    #[serde(default)]
+    pub disk_required: bool,
     /// Seconds a create may take (libcontainer's create, hooks included) before everything it
     /// started is killed and the create fails; a `run --timeout` shorter than this bounds it too.
     pub create_timeout_s: u64,
@@ -279,6 +290,15 @@ pub fn default_store() -> Limit {
     Limit {
         default: 256 * MIB,
         ceiling: 4 * GIB,
+    }
+}
+
+/// The default of [`Policy::disk_bytes`]: 10 GiB (the size Docker's devicemapper and CRI-O give a
+/// container's layer), ceiling 100 GiB.
+pub fn default_disk() -> Limit {
+    Limit {
+        default: 10 * GIB,
+        ceiling: 100 * GIB,
     }
 }
 
@@ -523,6 +543,8 @@ impl Default for Policy {
             create_timeout_s: 60,
             cpu_time_ms: OptionalLimit::default(),
             file_size_bytes: OptionalLimit::default(),
+            disk_bytes: default_disk(),
+            disk_required: false,
             userns_pool: Pool::default(),
         }
     }
@@ -552,6 +574,8 @@ pub mod bounds {
     pub const NOFILE_MAX: u64 = 1 << 20;
     /// Highest tmpfs size a policy may set (bytes).
     pub const TMPFS_MAX: u64 = 64 << 30;
+    /// Highest `limits.disk` ceiling a policy may set (a client's layer bounded at 64 TiB).
+    pub const DISK_MAX: u64 = 64 << 40;
     /// Most ptys a policy may give one container.
     pub const PTYS_MAX: u64 = 4096;
     /// Longest create a policy may allow (seconds).

@@ -13,6 +13,7 @@
 //! store = { default = "256M", ceiling = "4G" }   # what a container writes outside its tmpfs and binds
 //! cpu_time = { default = "10s", ceiling = "60s" } # CPU time of the whole container (off unless set)
 //! file_size = { ceiling = "1G" }                  # RLIMIT_FSIZE of every process (off unless set)
+//! disk = { default = "10G", ceiling = "100G", required = false } # the client's layer (project quota)
 //! [capabilities]
 //! allowed = ["CAP_CHOWN", "CAP_KILL"]
 //! [network]
@@ -42,7 +43,7 @@ pub const DEFAULT_PATH: &str = "/etc/rloxsc/policy.toml";
 
 pub use crate::policy::bounds;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 enum Num {
     Int(u64),
@@ -68,6 +69,16 @@ struct LimitsSection {
     create_timeout: Option<Num>,
     cpu_time: Option<LimitFile>,
     file_size: Option<LimitFile>,
+    disk: Option<DiskFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DiskFile {
+    default: Option<Num>,
+    ceiling: Option<Num>,
+    #[serde(default)]
+    required: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -310,6 +321,14 @@ pub fn parse(text: &str) -> Result<Policy> {
                 .map_err(|_| anyhow!("limits.cpu_time {t:?} is not a duration (e.g. \"10s\")")),
         })?;
         p.file_size_bytes = optional_limit("file_size", &l.file_size, num)?;
+        if let Some(d) = &l.disk {
+            let f = Some(LimitFile {
+                default: d.default.clone(),
+                ceiling: d.ceiling.clone(),
+            });
+            p.disk_bytes = limit("disk", &f, base.disk_bytes, 1 << 20, bounds::DISK_MAX)?;
+            p.disk_required = d.required;
+        }
     }
     if let Some(c) = file.capabilities.as_ref().and_then(|c| c.allowed.as_ref()) {
         let mut caps = Vec::new();
@@ -492,14 +511,19 @@ pub fn render(p: &Policy, source: Option<&Path>) -> String {
             .collect();
         (!parts.is_empty()).then(|| format!("{name} = {{ {} }}\n", parts.join(", ")))
     };
+    let disk = format!(
+        "disk = {{ default = {}, ceiling = {}, required = {} }}\n",
+        p.disk_bytes.default, p.disk_bytes.ceiling, p.disk_required
+    );
     let extra_limits: String = [
         judge("cpu_time", &p.cpu_time_ms, &|ms| format!("\"{ms}ms\"")),
         judge("file_size", &p.file_size_bytes, &|b| b.to_string()),
+        Some(disk),
     ]
     .into_iter()
     .flatten()
     .collect();
-    if !extra_limits.is_empty() {
+    {
         // (still in [limits]: inserted after create_timeout)
         let at = s.find("\n\n[capabilities]").unwrap_or(s.len());
         s.insert_str(at + 1, &extra_limits);

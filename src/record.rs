@@ -95,6 +95,11 @@ pub struct Limits {
     pub file_size_bytes: Option<u64>,
     /// The bytes of stdout and stderr passed to the caller at most (`run --output`).
     pub output_bytes: Option<u64>,
+    /// What the container could write to disk at most, bytes (`limits.disk`'s project quota on the
+    /// client's layer, or the store); `null`: only the filesystem's size bounded it.
+    pub disk_bytes: Option<u64>,
+    /// What bounded it, in words (`disk_bytes` is `null`: why).
+    pub disk: Option<String>,
 }
 
 /// One run's record.
@@ -212,6 +217,14 @@ impl RunRecord {
                 .map(|ms| ms as f64 / 1000.0),
             file_size_bytes: policy.as_ref().and_then(|p| p.file_size_bytes.value()),
             output_bytes: output.map(|(limit, _)| limit),
+            disk_bytes: state
+                .as_ref()
+                .and_then(|m| m.disk.as_ref())
+                .and_then(|d| d.bytes()),
+            disk: state
+                .as_ref()
+                .and_then(|m| m.disk.as_ref())
+                .map(|d| d.describe()),
         };
         let verdicts = Verdicts {
             timed_out,
@@ -268,6 +281,8 @@ impl RunRecord {
                 cpu_time_s: None,
                 file_size_bytes: None,
                 output_bytes: None,
+                disk_bytes: None,
+                disk: None,
             },
             cgroup: "unavailable",
             tightenings: vec![],
@@ -415,6 +430,8 @@ mod tests {
                 cpu_time_s: None,
                 file_size_bytes: None,
                 output_bytes: None,
+                disk_bytes: None,
+                disk: None,
                 network_mode: None,
                 egress_allow: None,
             },
@@ -465,6 +482,8 @@ mod tests {
                 cpu_time_s: None,
                 file_size_bytes: None,
                 output_bytes: None,
+                disk_bytes: None,
+                disk: None,
                 network_mode: Some("inbound-only"),
                 egress_allow: Some(vec![]),
             },

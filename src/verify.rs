@@ -93,6 +93,11 @@ pub struct StoreFacts {
     pub store_bytes: Option<u64>,
     /// Where the container's writes were made to land (from the probe).
     pub expected: Option<crate::rootfs::Writes>,
+    /// The bound create recorded and what the host shows of it on the upper layer (`limits.disk`).
+    pub disk: Option<(
+        crate::limits::disk::Bound,
+        Result<crate::limits::disk::Seen, String>,
+    )>,
 }
 
 /// The fields of `/proc/<pid>/status` verification needs.
@@ -175,6 +180,9 @@ pub struct Probe {
     pub egress_filter: bool,
     /// Where the container's writes were made to land (`None`: its root is not judged).
     pub writes: Option<crate::rootfs::Writes>,
+    /// What create bounded them with (`limits.disk`), and the client's upper layer as rloxsc keeps
+    /// it (in its state directory), where the host shows the bound.
+    pub disk: Option<(crate::limits::disk::Bound, Option<PathBuf>)>,
 }
 
 impl Probe {
@@ -192,6 +200,7 @@ impl Probe {
             paths,
             egress_filter: false,
             writes: None,
+            disk: None,
         }
     }
 }
@@ -368,10 +377,25 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
             .map_err(|e| format!("/proc/{pid}/oom_score_adj: {e}"))
     });
     let store: Result<StoreFacts, String> = match &mounts {
-        Ok(m) => Ok(StoreFacts {
-            expected: probe.writes,
-            ..observe_store(m)
-        }),
+        Ok(m) => {
+            let seen = observe_store(m);
+            let disk = probe
+                .disk
+                .clone()
+                .filter(|(b, _)| matches!(b, crate::limits::disk::Bound::Quota { .. }))
+                .map(|(b, at)| {
+                    let seen = at.as_deref().map_or(
+                        Err("the client's layer is not kept".to_string()),
+                        crate::limits::disk::observe,
+                    );
+                    (b, seen)
+                });
+            Ok(StoreFacts {
+                expected: probe.writes,
+                disk,
+                ..seen
+            })
+        }
         Err(e) => Err(e.clone()),
     };
     Observation {
@@ -421,6 +445,7 @@ fn observe_store(mounts: &[MountLine]) -> StoreFacts {
         upper,
         store_bytes,
         expected: None,
+        disk: None,
     }
 }
 
@@ -443,6 +468,18 @@ pub fn check_store(s: &StoreFacts) -> Vec<Failure> {
             ),
         )]
     };
+    if let Some((bound, seen)) = &s.disk {
+        if let Err(why) = seen
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|seen| crate::limits::disk::check(bound, seen))
+        {
+            return vec![fail(
+                keys::DISK,
+                format!("the container's writes are not bounded as create set them: {why}"),
+            )];
+        }
+    }
     match expected {
         Writes::Mount if ours => wrong("the client's rootfs mount"),
         Writes::Mount => vec![],
@@ -1465,6 +1502,7 @@ mod tests {
                 upper: Some("/run/rloxsc-views/x/2-store/upper".into()),
                 store_bytes: Some(256 << 20),
                 expected: Some(crate::rootfs::Writes::Scratch),
+                disk: None,
             }),
         }
     }
@@ -1478,6 +1516,7 @@ mod tests {
             upper: Some("/u".into()),
             store_bytes: Some(1 << 20),
             expected: Some(Writes::Scratch),
+            disk: None,
         };
         assert!(check_store(&good).is_empty());
         let unbounded = StoreFacts {
@@ -1498,6 +1537,34 @@ mod tests {
             ..good.clone()
         };
         assert!(check_store(&layer).is_empty());
+        // with a project quota create set: the host must show it on the upper layer
+        use crate::limits::disk::{Bound, Seen};
+        let quota = Bound::Quota {
+            project: 1 << 30 | 7,
+            bytes: 32 << 20,
+            by_client: false,
+        };
+        let seen = Seen {
+            project: 1 << 30 | 7,
+            inherit: true,
+            limit_bytes: 32 << 20,
+            enforced: true,
+        };
+        let bounded = |seen: Result<Seen, String>| StoreFacts {
+            disk: Some((quota.clone(), seen)),
+            ..layer.clone()
+        };
+        assert!(check_store(&bounded(Ok(seen))).is_empty());
+        for bad in [
+            Ok(Seen { project: 0, ..seen }),
+            Ok(Seen {
+                limit_bytes: 0,
+                ..seen
+            }),
+            Err("gone".to_string()),
+        ] {
+            assert_eq!(check_store(&bounded(bad))[0].key, keys::DISK);
+        }
         assert!(!check_store(&StoreFacts {
             expected: Some(Writes::Layer),
             ..bare.clone()

@@ -244,6 +244,34 @@ fn feature_check(p: &crate::kernel_features::Probe) -> Check {
     }
 }
 
+/// `limits.disk` on this host: for every client's storage directory present, whether a project quota
+/// can bound what a container writes into a client's layer there (a warning where not; a failure
+/// where the policy requires the bound).
+fn disk_bounds() -> Vec<Check> {
+    let required = crate::policy_file::load(None).is_ok_and(|(p, _)| p.disk_required);
+    let fix = "ext4: tune2fs -O quota,project and mount with prjquota; XFS: mount with pquota; a caller may also send root.readonly: true (the writes are then the container's bounded scratch)";
+    crate::limits::disk::clients_storage()
+        .into_iter()
+        .map(|(dir, why)| match why {
+            None => info(format!(
+                "limits.disk: {} enforces project quotas: containers' writes into a client's layer there are bounded",
+                dir.display()
+            )),
+            Some(cause) => {
+                let what = format!(
+                    "limits.disk: {}: {cause}: a client's layer there is as large as its filesystem, as under runc",
+                    dir.display()
+                );
+                if required {
+                    check(false, what, format!("the policy requires the bound (required = true): {fix}"))
+                } else {
+                    warn(what, fix)
+                }
+            }
+        })
+        .collect()
+}
+
 /// Runs every check; returns 0 when all hold, 1 otherwise.
 pub fn doctor(fix: bool) -> Result<i32> {
     let mut checks = Vec::new();
@@ -328,6 +356,7 @@ pub fn doctor(fix: bool) -> Result<i32> {
             ),
         },
     );
+    checks.extend(disk_bounds());
 
     let actions =
         std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail").unwrap_or_default();

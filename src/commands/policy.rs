@@ -11,6 +11,19 @@ use crate::harden::{harden, HostFacts};
 /// Prints the effective policy as a policy file.
 pub fn show(ctx: &Context, source: Option<&Path>) -> Result<()> {
     print!("{}", crate::policy_file::render(&ctx.policy, source));
+    for (dir, why) in crate::limits::disk::clients_storage() {
+        match why {
+            None => println!(
+                "# limits.disk here: {} enforces project quotas: what a container writes into a client's layer there is bounded",
+                dir.display()
+            ),
+            Some(cause) => println!(
+                "# limits.disk here: {}: {cause}: a client's layer there is as large as its filesystem{}",
+                dir.display(),
+                if ctx.policy.disk_required { " (refused: required = true)" } else { "" }
+            ),
+        }
+    }
     Ok(())
 }
 

@@ -60,7 +60,10 @@ pub fn start_checked(ctx: &Context, id: &str, reverify: bool) -> Result<()> {
             &verification_facts(),
             crate::footprint::ledger_of(&ctx.layout, id)
                 .ok()
-                .and_then(|l| l.writes),
+                .and_then(|l| {
+                    let kept = l.layer.as_ref().map(|k| k.at.join(&k.upper));
+                    Some((l.writes?, record.disk.as_ref()?, kept))
+                }),
         )?;
     }
     // a start that fails leaves the container for the client to delete, as runc does

@@ -380,7 +380,7 @@ fn filesystem(
     id: &str,
     input: &Input,
     spec: &Spec,
-    store_bytes: u64,
+    (store_bytes, disk): (u64, crate::limits::disk::Want),
     mapping: &IdMap,
     own_mapping: Option<&IdMap>,
     fp: &mut Footprint,
@@ -414,6 +414,7 @@ fn filesystem(
         own_mapping,
         mapping,
         store: StoreSize::of_bytes(store_bytes),
+        disk,
         caller_readonly,
         keep_at: layout.bundle_dir(id).join("layer"),
         writable,
@@ -580,7 +581,13 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         id,
         &input,
         &spec,
-        store_bytes,
+        (
+            store_bytes,
+            crate::limits::disk::Want {
+                bytes: policy.disk_bytes.default,
+                required: policy.disk_required,
+            },
+        ),
         &mapping,
         own_mapping.as_ref(),
         &mut fp,
@@ -603,6 +610,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
         policy,
         init: None,
         egress_in_force: None,
+        disk: Some(made.disk.clone()),
     };
     // the private bundle holds the spec every later verb reads (host paths); libcontainer creates
     // the container from the filesystem phase's spec, handed over in memory (libcontainer patch 0009)
@@ -752,7 +760,18 @@ fn complete(
     if let Some(o) = terminal_owner {
         super::give_terminal_to(pid, o);
     }
-    verify_init(id, pid, spec, &record.policy, host, Some(made.writes))?;
+    verify_init(
+        id,
+        pid,
+        spec,
+        &record.policy,
+        host,
+        Some((
+            made.writes,
+            &made.disk,
+            made.layer.as_ref().map(|k| k.at.join(&k.upper)),
+        )),
+    )?;
     // the container's mount namespace holds its own copies of the views now; a scratch store stays
     // (`update` resizes it)
     views.detach_views();
@@ -886,6 +905,7 @@ mod tests {
             writes: rootfs::Writes::Scratch,
             store: Some("/v/2-store".into()),
             layer: None,
+            disk: crate::limits::disk::Bound::Store { bytes: 1 << 20 },
             tag: "rloxsc-x".into(),
             idmapped: true,
             writable: vec![rootfs::Writable {

@@ -126,10 +126,15 @@ pub fn verify_init(
     spec: &Spec,
     policy: &Policy,
     host: &HostFacts,
-    writes: Option<crate::rootfs::Writes>,
+    made: Option<(
+        crate::rootfs::Writes,
+        &crate::limits::disk::Bound,
+        Option<PathBuf>,
+    )>,
 ) -> Result<()> {
     let mut probe = Probe::for_spec(spec, host);
-    probe.writes = writes;
+    probe.writes = made.as_ref().map(|m| m.0);
+    probe.disk = made.map(|(_, bound, at)| (bound.clone(), at));
     probe.egress_filter = policy.network == crate::policy::NetworkMode::InboundOnly;
     let obs = verify::observe(pid, &probe);
     let failures = verify::judge(&obs, spec, policy, host);

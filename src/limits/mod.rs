@@ -6,9 +6,12 @@
 //! record says `cpu_time_exceeded` when the watchdog killed the container and `file_size_exceeded`
 //! when the kernel's SIGXFSZ ended its main process under a file-size limit (see [`crate::record`]).
 //! `run --output SIZE` bounds the bytes the container writes to `run`'s stdout and stderr
-//! ([`output`]): `output_limit_exceeded`.
+//! ([`output`]): `output_limit_exceeded`. `limits.disk` bounds what a container writes into the
+//! client's writable layer with a project quota where its filesystem has one ([`disk`]); the
+//! annotations `run.rloxsc.disk` and `run.rloxsc.disk_required=true` only tighten it.
 
 pub mod cpu;
+pub mod disk;
 pub mod output;
 pub mod rules;
 

@@ -46,6 +46,15 @@ pub fn annotation(name: &str, v: &str, p: &mut Policy) -> Option<Option<&'static
             p.file_size_bytes.tighten(n);
             keys::FILE_SIZE
         })),
+        "disk" => Some(parse_size(v).filter(|&n| n >= 1 << 20).map(|n| {
+            p.disk_bytes.default = p.disk_bytes.default.min(n);
+            p.disk_bytes.ceiling = p.disk_bytes.ceiling.min(n);
+            keys::DISK
+        })),
+        "disk_required" => Some((v.trim() == "true").then(|| {
+            p.disk_required = true;
+            keys::DISK
+        })),
         _ => None,
     }
 }
@@ -144,6 +153,15 @@ mod tests {
         assert_eq!(p.cpu_time_ms.value(), Some(1500));
         assert_eq!(annotation("cpu_time", "soon", &mut p), Some(None));
         assert_eq!(annotation("pids", "5", &mut p), None, "not this area's");
+        assert_eq!(annotation("disk", "64M", &mut p), Some(Some(keys::DISK)));
+        assert_eq!(p.disk_bytes.default, 64 << 20);
+        annotation("disk", "1G", &mut p);
+        assert_eq!(p.disk_bytes.default, 64 << 20, "a looser disk is not taken");
+        assert_eq!(annotation("disk", "4K", &mut p), Some(None), "under 1 MiB");
+        assert_eq!(annotation("disk_required", "false", &mut p), Some(None));
+        assert!(!p.disk_required);
+        annotation("disk_required", "true", &mut p);
+        assert!(p.disk_required);
         let (q, ch) = with_flags(
             &p,
             &Requested {

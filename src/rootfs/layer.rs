@@ -113,6 +113,36 @@ impl Kept {
         Ok(dir)
     }
 
+    /// Bounds what is written into the kept upper layer (`limits.disk`, see
+    /// [`crate::limits::disk::bound_layer`]): a project quota on it, on rloxsc's work directory and
+    /// on the client's (`work`, when it is next to the upper layer). `dir` is the kept clone's
+    /// directory, open.
+    pub fn bound(
+        &self,
+        dir: &OwnedFd,
+        work: Option<&Path>,
+        want: crate::limits::disk::Want,
+    ) -> Result<crate::limits::disk::Bound> {
+        let client_work = work
+            .filter(|w| w.parent() == self.client_upper.parent())
+            .and_then(|w| w.file_name())
+            .map(|n| std::ffi::CString::new(n.as_encoded_bytes()))
+            .transpose()?;
+        let ours = std::ffi::CString::new(self.work.as_str())?;
+        let upper = std::ffi::CString::new(self.upper.as_str())?;
+        let mut works = vec![ours.as_c_str()];
+        works.extend(client_work.as_deref());
+        let bound = crate::limits::disk::bound_layer(dir, &upper, &works, want)?;
+        if let crate::limits::disk::Bound::Unbounded { cause } = &bound {
+            tracing::info!(
+                "what the container writes into the client's layer {} is bounded only by its filesystem: {cause} (policy key {})",
+                self.client_upper.display(),
+                keys::DISK
+            );
+        }
+        Ok(bound)
+    }
+
     /// The kept clone's directory, open.
     pub fn open(&self) -> Result<OwnedFd> {
         openat2(

@@ -23,6 +23,9 @@ pub enum Source {
         lowers: Vec<PathBuf>,
         /// The client's upper layer: the container's own layer, where its writes belong.
         upper: PathBuf,
+        /// The client's overlay work directory (its copy-ups are renamed from there into the
+        /// upper layer), when the mount names one.
+        work: Option<PathBuf>,
     },
     /// A mount of its own that is not an overlay (or an overlay whose layers the host cannot reach):
     /// the rootfs directory itself is the image and the container's layer.
@@ -40,7 +43,7 @@ impl Source {
     /// (what it put in the container before start), then its lowers; or the rootfs itself.
     pub fn image_layers(&self, rootfs: &Path) -> Vec<PathBuf> {
         match self {
-            Source::Overlay { lowers, upper } => std::iter::once(upper.clone())
+            Source::Overlay { lowers, upper, .. } => std::iter::once(upper.clone())
                 .chain(lowers.iter().cloned())
                 .collect(),
             _ => vec![rootfs.to_path_buf()],
@@ -133,6 +136,10 @@ pub fn of(rootfs: &Path, mounts: &[Mount]) -> Result<Source> {
             .map(Path::to_path_buf)
     };
     let upper = resolve(upper, home.as_deref())?;
+    let work = match m.super_opt("workdir") {
+        Some(w) => Some(resolve(w, home.as_deref())?),
+        None => None,
+    };
     let mut lowers = Vec::new();
     for l in split_lowerdir(lower)? {
         lowers.push(resolve(&l, home.as_deref())?);
@@ -157,7 +164,11 @@ pub fn of(rootfs: &Path, mounts: &[Mount]) -> Result<Source> {
         );
         return Ok(Source::OwnMount);
     }
-    Ok(Source::Overlay { lowers, upper })
+    Ok(Source::Overlay {
+        lowers,
+        upper,
+        work,
+    })
 }
 
 /// Whether this process is in the mount namespace of PID 1 (of its pid namespace).
@@ -224,9 +235,14 @@ mod tests {
         );
         for m in [abs, rel] {
             match of(&merged, &[m]).unwrap() {
-                Source::Overlay { lowers, upper } => {
+                Source::Overlay {
+                    lowers,
+                    upper,
+                    work,
+                } => {
                     assert_eq!(lowers, vec![d.join("l/A"), d.join("l/B")]);
                     assert_eq!(upper, d.join("id1/diff"));
+                    assert_eq!(work, Some(d.join("id1/work")));
                 }
                 other => panic!("{other:?}"),
             }

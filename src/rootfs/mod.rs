@@ -47,6 +47,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fsutil::{openat2, RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS};
 use crate::idmap::IdMap;
+use crate::limits::disk::Bound;
 use crate::mountapi;
 use crate::policy::keys;
 use crate::views::ViewDir;
@@ -106,6 +107,8 @@ pub struct Request<'a> {
     pub mapping: &'a IdMap,
     /// The store's size (for scratch).
     pub store: StoreSize,
+    /// The bound on what the container writes into the client's layer (`limits.disk`).
+    pub disk: crate::limits::disk::Want,
     /// Whether the caller asked for a read-only root (`root.readonly`): its rootfs is then no
     /// writable layer, and the container's writes are scratch.
     pub caller_readonly: bool,
@@ -166,6 +169,8 @@ pub struct Assembled {
     pub store: Option<PathBuf>,
     /// The client's writable layer as kept ([`Writes::Layer`] only).
     pub layer: Option<layer::Kept>,
+    /// What bounds the bytes the container writes (`limits.disk`, or the store).
+    pub disk: crate::limits::disk::Bound,
     /// The source name the root overlay and the store carry in mountinfo.
     pub tag: String,
     /// Whether the image's files are idmapped (the container's root owns them).
@@ -486,8 +491,13 @@ fn layer_root(
     tag: &str,
     token: &str,
     kept: &mut Option<layer::Kept>,
-) -> Result<Option<PathBuf>> {
-    let Source::Overlay { lowers, upper } = req.source else {
+) -> Result<Option<(PathBuf, Bound)>> {
+    let Source::Overlay {
+        lowers,
+        upper,
+        work,
+    } = req.source
+    else {
         bail!("not a client's overlay");
     };
     let Some(mapping) = req.own_mapping else {
@@ -510,7 +520,6 @@ fn layer_root(
     *kept = Some(k.clone());
     let dir = k.acquire()?;
     let c = mountapi::clone_fd(&dir)?;
-    drop(dir);
     mountapi::set_attrs(&c, mountapi::ATTR_NOSUID | mountapi::ATTR_NODEV, false)?;
     if let Err(e) = mountapi::idmap(&c, &writers.namespace()?, false) {
         tracing::warn!(
@@ -520,10 +529,13 @@ fn layer_root(
         );
         return Ok(None);
     }
+    // before the overlay exists: everything made in the layer from now on is in its project
+    let bound = k.bound(&dir, work.as_deref(), req.disk)?;
+    drop(dir);
     let u = views.add(&c, "u", false)?;
     let root = views.entry("root", false)?;
     mount_root(tag, &fds, &u.join(&k.upper), &u.join(&k.work), &root)?;
-    Ok(Some(root))
+    Ok(Some((root, bound)))
 }
 
 /// The root of [`Writes::Mount`]: a clone of the client's rootfs mount, idmapped onto the
@@ -636,20 +648,27 @@ pub fn assemble(
     let tag = tag_of(token);
     let mut writes = writes_for(req.source, req.caller_readonly, req.own_mapping.is_some());
     let mut store = None;
-    let (root, idmapped) = match writes {
+    let (root, idmapped, disk) = match writes {
         Writes::Scratch => {
             let (root, st, idmapped) = scratch_root(req, views, &tag)?;
             store = Some(st);
-            (root, idmapped)
+            let bytes = req.store.bytes;
+            (root, idmapped, Bound::Store { bytes })
         }
         Writes::Layer => match layer_root(req, views, &tag, token, kept)? {
-            Some(root) => (root, true),
+            Some((root, bound)) => (root, true, bound),
             None => {
                 writes = Writes::Mount;
-                mount_root_clone(req, views)?
+                let bound = crate::limits::disk::client_mount(req.disk)?;
+                let (root, idmapped) = mount_root_clone(req, views)?;
+                (root, idmapped, bound)
             }
         },
-        Writes::Mount => mount_root_clone(req, views)?,
+        Writes::Mount => {
+            let bound = crate::limits::disk::client_mount(req.disk)?;
+            let (root, idmapped) = mount_root_clone(req, views)?;
+            (root, idmapped, bound)
+        }
     };
     let rootfd = open_root(&root)?;
     let owner_of = |(u, g): (u32, u32)| {
@@ -779,6 +798,7 @@ pub fn assemble(
         writes,
         store,
         layer: kept.clone(),
+        disk,
         tag,
         idmapped,
         writable,
@@ -846,6 +866,7 @@ mod tests {
         let overlay = Source::Overlay {
             lowers: vec!["/l".into()],
             upper: "/u".into(),
+            work: None,
         };
         assert_eq!(writes_for(&overlay, false, true), Writes::Layer);
         assert_eq!(
