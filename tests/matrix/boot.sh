@@ -20,9 +20,10 @@ SMP=${MATRIX_SMP:-$(n=$(nproc); [ "$n" -gt 4 ] && n=4; echo "$n")}
 rm -f "$OUT"/{exit_status,booted,output.log,console.log}
 # a scratch disk for /var/lib/docker and /var/lib/containerd: ext4, as on a real host (on the overlay
 # root overlay2 cannot stack, and a tmpfs there would make Docker's resolv.conf/hosts binds tmpfs
-# files, which no real host has); made new for every boot
+# files, which no real host has); made new for every boot, with project quotas (init.sh mounts it
+# with prjquota: what Docker's --storage-opt size and rloxsc's limits.disk use)
 DISK=${MATRIX_CACHE:-/var/tmp/rloxsc-matrix}/disk-$$.img
-rm -f "$DISK"; truncate -s 8G "$DISK" && mkfs.ext4 -q -F -L rxmstate "$DISK" || { echo "matrix-boot: cannot make $DISK" >&2; exit 125; }
+rm -f "$DISK"; truncate -s 8G "$DISK" && mkfs.ext4 -q -F -L rxmstate -O quota,project "$DISK" || { echo "matrix-boot: cannot make $DISK" >&2; exit 125; }
 trap 'rm -f "$DISK"' EXIT
 ACCEL=${MATRIX_ACCEL:-auto}
 if [ "$ACCEL" = auto ]; then

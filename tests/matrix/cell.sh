@@ -99,6 +99,13 @@ done
 # inbound-only, keeps it and filters egress (tests/network.rs on the host)
 printf '[network]\nmode = "loopback-only"\n' >"$W/bin/loopback-only.toml"
 chmod 0644 "$W/bin/loopback-only.toml"
+# limits.disk: a policy bounding what a container writes into its layer at 32 MiB (the scratch disk
+# enforces project quotas: boot.sh); runc-disk is runc itself, the control
+printf '[limits]\ndisk = { default = "32M" }\n' >"$W/bin/disk-32m.toml"
+chmod 0644 "$W/bin/disk-32m.toml"
+printf '#!/bin/sh\nRLOXSC_POLICY=%s exec %s "$@"\n' "$W/bin/disk-32m.toml" "$(rt_path rloxsc)" >"$W/bin/rloxsc-disk"
+printf '#!/bin/sh\nexec %s "$@"\n' "$(rt_path runc)" >"$W/bin/runc-disk"
+chmod 0755 "$W/bin/rloxsc-disk" "$W/bin/runc-disk"
 
 # ---- containerd (Docker's and the CRI's) and dockerd ------------------------------------------------
 CSOCK=$RUN/containerd.sock
@@ -129,10 +136,10 @@ CRI_PAUSE=docker.io/library/rxmatrix-pause:latest
 # Docker: contrib/docker/daemon.json (the runtime) plus what this test needs and no more: no bridge,
 # no iptables (no bridge or NAT may be made here), its own paths; the cgroup driver is Docker's default.
 jq --arg r "$RLOXSC_AT" --arg rb "$W/bin/rloxsc-bridge" --arg cb "$W/bin/runc-bridge" --arg c "$CSOCK" \
-   --arg rv "$W/bin/rloxsc-veth" --arg cv "$W/bin/runc-veth" \
+   --arg rv "$W/bin/rloxsc-veth" --arg cv "$W/bin/runc-veth" --arg rd "$W/bin/rloxsc-disk" --arg cd "$W/bin/runc-disk" \
     --arg data "$DATA/docker" --arg exec "$RUN/docker" --arg pid "$RUN/docker.pid" --arg h "unix://$DSOCK" '
     .runtimes.rloxsc.path = $r | .runtimes["rloxsc-bridge"].path = $rb | .runtimes["runc-bridge"].path = $cb
-    | .runtimes["rloxsc-veth"].path = $rv | .runtimes["runc-veth"].path = $cv
+    | .runtimes["rloxsc-veth"].path = $rv | .runtimes["runc-veth"].path = $cv | .runtimes["rloxsc-disk"].path = $rd | .runtimes["runc-disk"].path = $cd
     | .bridge = "none" | .iptables = false | .ip6tables = false | ."ip-forward" = false | ."ip-masq" = false
     | .containerd = $c | ."data-root" = $data | ."exec-root" = $exec | .pidfile = $pid | .hosts = [$h]
     | ."storage-driver" = "overlay2"' "$repo/contrib/docker/daemon.json" >"$W/daemon.json"
@@ -361,6 +368,29 @@ s_contained_bridge() {   # the default bridge, simulated (see bridge-hook): cont
     ok docker stop -t 20 "$c"
     ok docker rm "$c"
 }
+s_contained_disk_quota() {   # limits.disk (32 MiB here): writes past it fail, judged in the layer; docker cp into it after stop
+    local c=$NAME-disk-$1 up size logs
+    docker rm -f "$c" >/dev/null 2>&1
+    # (what dd says goes to the log: the layer is full)
+    ok docker run -d --pull=never --name "$c" --runtime "$1-disk" "$IMG" sh -c 'dd if=/dev/zero of=/tmp/big bs=1M count=64 2>&1; echo "dd exit $?"; exec sleep 1000'
+    up=$(docker inspect -f '{{.GraphDriver.Data.UpperDir}}' "$c")
+    for _ in $(seq 90); do logs=$(docker logs "$c" 2>&1); grep -q "dd exit" <<<"$logs" && break; sleep 1; done
+    echo "container: $(tr '\n' ' ' <<<"$logs")"
+    echo "layer project: $(lsattr -pd "$up" 2>&1)"
+    size=$(stat -c %s "$up/tmp/big" 2>/dev/null || echo 0)
+    echo "/tmp/big in the layer: $size bytes"
+    [ "$size" -gt 0 ] || fail "nothing of /tmp/big is in the client's layer"
+    [ "$size" -le $((32 << 20)) ] || fail "the container wrote $size bytes into its layer, past limits.disk's 32 MiB"
+    grep -qi quota <<<"$logs" || fail "the write past the limit did not fail on the quota: $(tr '\n' ' ' <<<"$logs")"
+    # removing the file gives the space back; then the client copies into the stopped container
+    # through its own overlay and work directory (a copy-up of /etc)
+    ok docker exec "$c" sh -c 'rm /tmp/big && echo after >/tmp/after'
+    ok docker stop -t 5 "$c"
+    echo copied >"$W/disk-in-$1.txt"
+    ok docker cp "$W/disk-in-$1.txt" "$c:/etc/rxm-copied"
+    assert_eq "the file copied in after stop" copied "$(cat "$up/etc/rxm-copied" 2>&1)"
+    ok docker rm "$c"
+}
 s_contained_egress() {   # inbound-only, the default: the caller's interface kept, nothing leaves
     local c=$NAME-egress-$1 l
     ip netns del rxme 2>/dev/null || true
@@ -450,7 +480,7 @@ s_cri_pod() {   # one pod's life through containerd's CRI plugin, handler RUNTIM
     ok "${CRI[@]}" rmp "$pod"
 }
 
-SCENARIOS="run-rm detached contained-probe stats update-memory-pids update-cpu pause cp-running stop-rm init oom pids-limit tty volume contained-bridge contained-egress apparmor cri-pod"
+SCENARIOS="run-rm detached contained-probe stats update-memory-pids update-cpu pause cp-running stop-rm init oom pids-limit tty volume contained-bridge contained-egress contained-disk-quota apparmor cri-pod"
 [ "$SYSTEMD" = 1 ] && SCENARIOS+=" systemd-scope"
 
 run_scenario() {   # RUNTIME NAME

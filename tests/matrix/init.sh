@@ -85,9 +85,9 @@ stage2() {
         $B mkdir -p /lib/modules/$KVER && $B mount --bind "$MODDIR" /lib/modules/$KVER
     fi
     # the scratch disk (boot.sh): ext4 for the daemons' state, as on a real host
-    modprobe -a virtio_blk ext4 2>/dev/null
+    modprobe -a virtio_blk ext4 quota_v2 2>/dev/null
     $B mkdir -p /.matrix-disk
-    $B mount -t ext4 /dev/vda /.matrix-disk || die "cannot mount the scratch disk"
+    $B mount -t ext4 -o prjquota /dev/vda /.matrix-disk || die "cannot mount the scratch disk with prjquota"
     for d in /var/lib/docker /var/lib/containerd /var/lib/cni; do
         $B mkdir -p $d /.matrix-disk/${d##*/} && $B mount --bind /.matrix-disk/${d##*/} $d
     done
