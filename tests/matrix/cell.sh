@@ -391,6 +391,19 @@ s_contained_disk_quota() {   # limits.disk (32 MiB here): writes past it fail, j
     assert_eq "the file copied in after stop" copied "$(cat "$up/etc/rxm-copied" 2>&1)"
     ok docker rm "$c"
 }
+s_contained_write_path() {   # tests/write_path.rs (#28: nothing written back) on this cell's kernel, its layers on the cell's ext4 disk
+    # rloxsc's own suite drives rloxsc's CLI: runc's column records that it does not apply
+    [ "$1" = rloxsc ] || fail "rloxsc's own suite (tests/write_path.rs): not a runc test"
+    local t=$MATRIX_IMAGE_DIR/write_path-tests d=$W/write-path rc
+    [ -d /.matrix-disk ] && d=/.matrix-disk/rxm-write-path
+    [ -x "$t" ] || fail "no tests/write_path.rs binary (run.sh builds it with cargo test --no-run)"
+    rm -rf "$d"; mkdir -p "$d/tmp" && cp -a "$MATRIX_IMAGE_DIR/rootfs" "$d/rootfs"
+    TMPDIR=$d/tmp RLOXSC_BIN=$(rt_path rloxsc) RLOXSC_TEST_ROOTFS=$d/rootfs "$t" --test-threads=1 >"$W/write-path.log" 2>&1
+    rc=$?
+    grep -E '^test |panicked|^test result' "$W/write-path.log" | cut -c1-300
+    rm -rf "$d"
+    [ "$rc" = 0 ] || fail "tests/write_path.rs: $(grep -E 'panicked|^test result' "$W/write-path.log" | head -n 3 | tr '\n' ' ' | cut -c1-500)"
+}
 s_contained_egress() {   # inbound-only, the default: the caller's interface kept, nothing leaves
     local c=$NAME-egress-$1 l
     ip netns del rxme 2>/dev/null || true
@@ -480,7 +493,7 @@ s_cri_pod() {   # one pod's life through containerd's CRI plugin, handler RUNTIM
     ok "${CRI[@]}" rmp "$pod"
 }
 
-SCENARIOS="run-rm detached contained-probe stats update-memory-pids update-cpu pause cp-running stop-rm init oom pids-limit tty volume contained-bridge contained-egress contained-disk-quota apparmor cri-pod"
+SCENARIOS="run-rm detached contained-probe stats update-memory-pids update-cpu pause cp-running stop-rm init oom pids-limit tty volume contained-bridge contained-egress contained-disk-quota contained-write-path apparmor cri-pod"
 [ "$SYSTEMD" = 1 ] && SCENARIOS+=" systemd-scope"
 
 run_scenario() {   # RUNTIME NAME

@@ -54,6 +54,11 @@ rx_cri_venv || { echo "matrix: cannot make the CRI client's venv in $CRI_VENV" >
 mkdir -p "$W/image"
 cp -a "$ROOTFS" "$W/image/rootfs"
 tar --numeric-owner -C "$ROOTFS" -cf "$W/image/image.tar" .
+# tests/write_path.rs (issue #28's suite), run in every cell by the contained-write-path scenario
+WRITE_PATH_TESTS=$(cd "$repo" && cargo test --release --locked --no-run --test write_path 2>&1 \
+    | grep -o 'target/[^ )]*/deps/write_path-[0-9a-f]*' | tail -n 1)
+[ -x "$repo/$WRITE_PATH_TESTS" ] && cp "$repo/$WRITE_PATH_TESTS" "$W/image/write_path-tests" \
+    || echo "matrix: cannot build tests/write_path.rs (contained-write-path will fail)" >&2
 runtimes="rloxsc"; [ "$MODE" = live ] && runtimes="runc rloxsc"
 
 : >"$W/all"
@@ -65,7 +70,7 @@ for cell in $cells; do
     echo "== matrix cell $cell"
     if [ "$cell" = host ]; then
         # natively fast: runc's column always runs live here
-        MATRIX_CELL=$cell MATRIX_RUNTIMES="runc rloxsc" MATRIX_RLOXSC=$BIN MATRIX_IMAGE_TAR=$W/image/image.tar \
+        MATRIX_CELL=$cell MATRIX_RUNTIMES="runc rloxsc" MATRIX_RLOXSC=$BIN MATRIX_IMAGE_TAR=$W/image/image.tar MATRIX_IMAGE_DIR=$W/image \
             MATRIX_CRI_VENV=$CRI_VENV MATRIX_OUT=$out W=$W/host bash "$here/cell.sh" >"$out/output.log" 2>"$out/stderr.log"
         rc=$?
     else
@@ -76,7 +81,7 @@ for cell in $cells; do
         cp -a "$W/image/." "$share/"
         cat >"$share/run.sh" <<RUN
 #!/bin/bash
-export MATRIX_CELL=$cell MATRIX_RUNTIMES="$runtimes" MATRIX_RLOXSC=$share/rloxsc MATRIX_IMAGE_TAR=$share/image.tar
+export MATRIX_CELL=$cell MATRIX_RUNTIMES="$runtimes" MATRIX_RLOXSC=$share/rloxsc MATRIX_IMAGE_TAR=$share/image.tar MATRIX_IMAGE_DIR=$share
 export MATRIX_CRI_VENV=$CRI_VENV MATRIX_OUT=/.matrix-out W=/tmp/rxm MATRIX_ONLY="${MATRIX_ONLY:-}" MATRIX_REPEAT="${MATRIX_REPEAT:-1}" MATRIX_DEBUG="${MATRIX_DEBUG:-}" MATRIX_REPO=$repo
 exec bash $share/cell.sh
 RUN
