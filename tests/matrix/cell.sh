@@ -382,9 +382,15 @@ s_contained_disk_quota() {   # limits.disk (32 MiB here): writes past it fail, j
     [ "$size" -gt 0 ] || fail "nothing of /tmp/big is in the client's layer"
     [ "$size" -le $((32 << 20)) ] || fail "the container wrote $size bytes into its layer, past limits.disk's 32 MiB"
     grep -qi quota <<<"$logs" || fail "the write past the limit did not fail on the quota: $(tr '\n' ' ' <<<"$logs")"
-    # removing the file gives the space back; then the client copies into the stopped container
+    # removing the file gives the space back; 20,000 empty directories (each a block of the
+    # layer's filesystem) stop at the bound too; then the client copies into the stopped container
     # through its own overlay and work directory (a copy-up of /etc)
     ok docker exec "$c" sh -c 'rm /tmp/big && echo after >/tmp/after'
+    run_cap docker exec "$c" sh -c 'mkdir /tmp/amp && cd /tmp/amp && seq 1 20000 | xargs mkdir 2>/dev/null; ls | wc -l'
+    echo "empty directories made: $OUT; the layer's /tmp: $(du -sk "$up/tmp" | cut -f1) KiB"
+    [ "$(du -sk "$up/tmp" | cut -f1)" -le 32768 ] || fail "20,000 empty directories took $(du -sk "$up/tmp" | cut -f1) KiB of the layer, past limits.disk's 32 MiB"
+    [ "${OUT:-0}" -lt 20000 ] || fail "every one of 20,000 empty directories was made under a 32 MiB bound"
+    ok docker exec "$c" rm -rf /tmp/amp
     ok docker stop -t 5 "$c"
     echo copied >"$W/disk-in-$1.txt"
     ok docker cp "$W/disk-in-$1.txt" "$c:/etc/rxm-copied"
