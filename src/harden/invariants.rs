@@ -54,11 +54,19 @@ fn sensitive(src: &Path, facts: &HostFacts) -> bool {
         || src.starts_with(&facts.runtime_root)
 }
 
-/// Every property of rloxsc's hardened default that the spec itself carries.
+/// Every property of rloxsc's hardened default that the spec itself carries: each area's in turn.
 pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), String> {
     let linux = spec.linux().as_ref().ok_or("no linux section")?;
+    check_namespaces(linux, facts)?;
+    check_root(spec, linux, facts)?;
+    check_process(spec.process().as_ref().ok_or("no process")?, policy)?;
+    check_resources(linux, policy, facts)?;
+    check_paths(linux)?;
+    check_mounts(spec, policy, facts)
+}
 
-    // namespaces: each required one exactly once, none of the host's, every path resolvable
+/// Namespaces: each required one exactly once, none of the host's, every path resolvable.
+fn check_namespaces(linux: &oci_spec::runtime::Linux, facts: &HostFacts) -> Result<(), String> {
     let nss = linux.namespaces().clone().unwrap_or_default();
     for t in super::namespaces::required_namespaces(facts) {
         let n = nss.iter().filter(|n| n.typ() == t).count();
@@ -81,7 +89,15 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
         return Err("host network devices moved in".into());
     }
 
-    // root
+    Ok(())
+}
+
+/// The root: read-only, the checked rootfs, never shared propagation.
+fn check_root(
+    spec: &Spec,
+    linux: &oci_spec::runtime::Linux,
+    facts: &HostFacts,
+) -> Result<(), String> {
     let root = spec.root().as_ref().ok_or("no root")?;
     if root.readonly() != Some(true) {
         return Err("root not read-only".into());
@@ -93,8 +109,19 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
         ));
     }
 
-    // process: no_new_privs, capabilities, oom_score_adj, rlimits
-    let p = spec.process().as_ref().ok_or("no process")?;
+    if root.readonly() == Some(true)
+        && linux
+            .rootfs_propagation()
+            .as_deref()
+            .is_some_and(|p| p == "shared" || p == "rshared")
+    {
+        return Err("shared rootfs propagation".into());
+    }
+    Ok(())
+}
+
+/// The process: no_new_privs, capabilities, oom_score_adj, rlimits.
+fn check_process(p: &oci_spec::runtime::Process, policy: &Policy) -> Result<(), String> {
     if p.no_new_privileges() != Some(true) {
         return Err("no_new_privileges not set".into());
     }
@@ -160,7 +187,15 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
         return Err("RLIMIT_CORE is not exactly one 0/0 entry".into());
     }
 
-    // cgroup limits
+    Ok(())
+}
+
+/// The cgroup limits, device rules and nodes, the cgroup path and sysctls.
+fn check_resources(
+    linux: &oci_spec::runtime::Linux,
+    policy: &Policy,
+    facts: &HostFacts,
+) -> Result<(), String> {
     let res = linux.resources().as_ref().ok_or("no resources")?;
     let pids = res
         .pids()
@@ -223,7 +258,11 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
         }
     }
 
-    // masked and read-only paths
+    Ok(())
+}
+
+/// Masked and read-only paths.
+fn check_paths(linux: &oci_spec::runtime::Linux) -> Result<(), String> {
     let masked = linux.masked_paths().clone().unwrap_or_default();
     let ro = linux.readonly_paths().clone().unwrap_or_default();
     for m in policy::MASKED_PATHS {
@@ -237,7 +276,11 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
         }
     }
 
-    // mounts
+    Ok(())
+}
+
+/// The mounts: /proc, /sys and /dev present; each one by its kind.
+fn check_mounts(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), String> {
     let mounts = spec.mounts().clone().unwrap_or_default();
     for need in ["/proc", "/sys", "/dev"] {
         if !mounts.iter().any(|m| m.destination() == Path::new(need)) {
@@ -248,112 +291,126 @@ pub fn check(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), Stri
         let o = opts(m);
         let dest = m.destination().display().to_string();
         if super::filesystem::is_writable_path(m) {
-            // rloxsc's own writable path: never a system path, never without nosuid,nodev
-            if crate::policy::is_system_path(&super::filesystem::normal_abs(Path::new(&dest))) {
-                return Err(format!("writable path at the system path {dest}"));
-            }
-            if m.source().as_deref() != Some(Path::new(super::filesystem::WRITABLE_SOURCE)) {
-                return Err(format!("writable path at {dest} with a source of its own"));
-            }
-            if !has(&o, "nosuid") || !has(&o, "nodev") || !has(&o, "rnosuid") || !has(&o, "rnodev")
-            {
-                return Err(format!(
-                    "writable path at {dest} without nosuid,nodev: {o:?}"
-                ));
-            }
-            continue;
-        }
-        if is_bind(m) {
-            let src = m.source().clone().unwrap_or_default();
-            if !src.is_absolute() {
-                return Err(format!("bind onto {dest} from relative source {src:?}"));
-            }
-            let canonical = facts
-                .canonical_sources
-                .get(&src)
-                .cloned()
-                .unwrap_or(src.clone());
-            if sensitive(&canonical, facts) {
-                return Err(format!("bind of sensitive {canonical:?} onto {dest}"));
-            }
-            let writable = !has(&o, "ro");
-            if writable
-                && facts.runtime_binaries.iter().any(|b| {
-                    *b == canonical || b.parent().is_some_and(|d| d.starts_with(&canonical))
-                })
-            {
-                return Err(format!(
-                    "writable bind of {canonical:?}, which holds the runtime's binary"
-                ));
-            }
-            if !has(&o, "nosuid") || !has(&o, "nodev") || has(&o, "suid") || has(&o, "dev") {
-                return Err(format!("bind onto {dest} without nosuid,nodev: {o:?}"));
-            }
-            // the plain flags reach the top mount only; an rbind's submounts need the recursive ones
-            if !has(&o, "rnosuid") || !has(&o, "rnodev") || has(&o, "rsuid") || has(&o, "rdev") {
-                return Err(format!("bind onto {dest} without rnosuid,rnodev: {o:?}"));
-            }
-            if !policy.writable_binds
-                && (!has(&o, "ro") || has(&o, "rw") || !has(&o, "rro") || has(&o, "rrw"))
-            {
-                return Err(format!(
-                    "writable bind onto {dest} under writable_binds = false"
-                ));
-            }
-            if has(&o, "shared") || has(&o, "rshared") {
-                return Err(format!("shared bind onto {dest}"));
-            }
-            continue;
-        }
-        let typ = m.typ().clone().unwrap_or_default();
-        if let Some(x) = ["rrw", "rsuid", "rdev", "rexec"]
-            .iter()
-            .find(|x| has(&o, x))
-        {
-            return Err(format!("{typ} at {dest} keeps the recursive {x}"));
-        }
-        if !super::filesystem::KERNEL_MOUNT_TYPES.contains(&typ.as_str()) {
-            return Err(format!("mount of type {typ:?} onto {dest}"));
-        }
-        match typ.as_str() {
-            "proc" if dest != "/proc" => return Err(format!("extra proc mount at {dest}")),
-            "sysfs" | "cgroup" | "cgroup2" if !has(&o, "ro") || has(&o, "rw") => {
-                return Err(format!("{typ} at {dest} not read-only"));
-            }
-            "tmpfs" => {
-                if !has(&o, "nosuid") || has(&o, "suid") {
-                    return Err(format!("tmpfs at {dest} without nosuid"));
-                }
-                if dest != "/dev" && (!has(&o, "nodev") || has(&o, "dev")) {
-                    return Err(format!("tmpfs at {dest} without nodev"));
-                }
-                match size_of(&o) {
-                    Some(s) if s > 0 && s <= policy.tmpfs_bytes.ceiling => {}
-                    s => return Err(format!("tmpfs at {dest} of size {s:?}")),
-                }
-            }
-            "devpts" | "mqueue" if !has(&o, "nosuid") || !has(&o, "noexec") || has(&o, "exec") => {
-                return Err(format!("{typ} at {dest} without nosuid,noexec"));
-            }
-            "devpts" => {
-                let max = o
-                    .iter()
-                    .find_map(|x| x.strip_prefix("max="))
-                    .and_then(|v| v.parse::<u64>().ok());
-                if !max.is_some_and(|m| m >= 1 && m <= policy.ptys.ceiling) {
-                    return Err(format!("devpts at {dest} with pty max {max:?}"));
-                }
-            }
-            _ => {}
+            check_writable_path(m, &o, &dest)?;
+        } else if is_bind(m) {
+            check_bind(m, &o, &dest, policy, facts)?;
+        } else {
+            check_kernel_mount(m, &o, &dest, policy)?;
         }
     }
-    if root.readonly() == Some(true)
-        && linux
-            .rootfs_propagation()
-            .as_deref()
-            .is_some_and(|p| p == "shared" || p == "rshared")
+    Ok(())
+}
+
+/// rloxsc's own writable path: never a system path, never without nosuid,nodev.
+fn check_writable_path(m: &Mount, o: &[String], dest: &str) -> Result<(), String> {
+    if crate::policy::is_system_path(&super::filesystem::normal_abs(Path::new(&dest))) {
+        return Err(format!("writable path at the system path {dest}"));
+    }
+    if m.source().as_deref() != Some(Path::new(super::filesystem::WRITABLE_SOURCE)) {
+        return Err(format!("writable path at {dest} with a source of its own"));
+    }
+    if !has(o, "nosuid") || !has(o, "nodev") || !has(o, "rnosuid") || !has(o, "rnodev") {
+        return Err(format!(
+            "writable path at {dest} without nosuid,nodev: {o:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// A bind: an absolute, non-sensitive source, nosuid,nodev to the bottom, never shared, read-only
+/// under `writable_binds = false`.
+fn check_bind(
+    m: &Mount,
+    o: &[String],
+    dest: &str,
+    policy: &Policy,
+    facts: &HostFacts,
+) -> Result<(), String> {
+    let src = m.source().clone().unwrap_or_default();
+    if !src.is_absolute() {
+        return Err(format!("bind onto {dest} from relative source {src:?}"));
+    }
+    let canonical = facts
+        .canonical_sources
+        .get(&src)
+        .cloned()
+        .unwrap_or(src.clone());
+    if sensitive(&canonical, facts) {
+        return Err(format!("bind of sensitive {canonical:?} onto {dest}"));
+    }
+    let writable = !has(o, "ro");
+    if writable
+        && facts
+            .runtime_binaries
+            .iter()
+            .any(|b| *b == canonical || b.parent().is_some_and(|d| d.starts_with(&canonical)))
     {
-        return Err("shared rootfs propagation".into());
+        return Err(format!(
+            "writable bind of {canonical:?}, which holds the runtime's binary"
+        ));
+    }
+    if !has(o, "nosuid") || !has(o, "nodev") || has(o, "suid") || has(o, "dev") {
+        return Err(format!("bind onto {dest} without nosuid,nodev: {o:?}"));
+    }
+    // the plain flags reach the top mount only; an rbind's submounts need the recursive ones
+    if !has(o, "rnosuid") || !has(o, "rnodev") || has(o, "rsuid") || has(o, "rdev") {
+        return Err(format!("bind onto {dest} without rnosuid,rnodev: {o:?}"));
+    }
+    if !policy.writable_binds
+        && (!has(o, "ro") || has(o, "rw") || !has(o, "rro") || has(o, "rrw"))
+    {
+        return Err(format!(
+            "writable bind onto {dest} under writable_binds = false"
+        ));
+    }
+    if has(o, "shared") || has(o, "rshared") {
+        return Err(format!("shared bind onto {dest}"));
+    }
+    Ok(())
+}
+
+/// A kernel filesystem's mount: an allowed type with the flags its type needs.
+fn check_kernel_mount(m: &Mount, o: &[String], dest: &str, policy: &Policy) -> Result<(), String> {
+    let typ = m.typ().clone().unwrap_or_default();
+    if let Some(x) = ["rrw", "rsuid", "rdev", "rexec"]
+        .iter()
+        .find(|x| has(o, x))
+    {
+        return Err(format!("{typ} at {dest} keeps the recursive {x}"));
+    }
+    if !super::filesystem::KERNEL_MOUNT_TYPES.contains(&typ.as_str()) {
+        return Err(format!("mount of type {typ:?} onto {dest}"));
+    }
+    match typ.as_str() {
+        "proc" if dest != "/proc" => return Err(format!("extra proc mount at {dest}")),
+        "sysfs" | "cgroup" | "cgroup2" if !has(o, "ro") || has(o, "rw") => {
+            return Err(format!("{typ} at {dest} not read-only"));
+        }
+        "tmpfs" => {
+            if !has(o, "nosuid") || has(o, "suid") {
+                return Err(format!("tmpfs at {dest} without nosuid"));
+            }
+            if dest != "/dev" && (!has(o, "nodev") || has(o, "dev")) {
+                return Err(format!("tmpfs at {dest} without nodev"));
+            }
+            match size_of(&o) {
+                Some(s) if s > 0 && s <= policy.tmpfs_bytes.ceiling => {}
+                s => return Err(format!("tmpfs at {dest} of size {s:?}")),
+            }
+        }
+        "devpts" | "mqueue" if !has(o, "nosuid") || !has(o, "noexec") || has(o, "exec") => {
+            return Err(format!("{typ} at {dest} without nosuid,noexec"));
+        }
+        "devpts" => {
+            let max = o
+                .iter()
+                .find_map(|x| x.strip_prefix("max="))
+                .and_then(|v| v.parse::<u64>().ok());
+            if !max.is_some_and(|m| m >= 1 && m <= policy.ptys.ceiling) {
+                return Err(format!("devpts at {dest} with pty max {max:?}"));
+            }
+        }
+        _ => {}
     }
     Ok(())
 }
