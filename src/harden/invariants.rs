@@ -356,8 +356,7 @@ fn check_bind(
     if !has(o, "rnosuid") || !has(o, "rnodev") || has(o, "rsuid") || has(o, "rdev") {
         return Err(format!("bind onto {dest} without rnosuid,rnodev: {o:?}"));
     }
-    if !policy.writable_binds
-        && (!has(o, "ro") || has(o, "rw") || !has(o, "rro") || has(o, "rrw"))
+    if !policy.writable_binds && (!has(o, "ro") || has(o, "rw") || !has(o, "rro") || has(o, "rrw"))
     {
         return Err(format!(
             "writable bind onto {dest} under writable_binds = false"
@@ -372,10 +371,7 @@ fn check_bind(
 /// A kernel filesystem's mount: an allowed type with the flags its type needs.
 fn check_kernel_mount(m: &Mount, o: &[String], dest: &str, policy: &Policy) -> Result<(), String> {
     let typ = m.typ().clone().unwrap_or_default();
-    if let Some(x) = ["rrw", "rsuid", "rdev", "rexec"]
-        .iter()
-        .find(|x| has(o, x))
-    {
+    if let Some(x) = ["rrw", "rsuid", "rdev", "rexec"].iter().find(|x| has(o, x)) {
         return Err(format!("{typ} at {dest} keeps the recursive {x}"));
     }
     if !super::filesystem::KERNEL_MOUNT_TYPES.contains(&typ.as_str()) {
@@ -393,7 +389,7 @@ fn check_kernel_mount(m: &Mount, o: &[String], dest: &str, policy: &Policy) -> R
             if dest != "/dev" && (!has(o, "nodev") || has(o, "dev")) {
                 return Err(format!("tmpfs at {dest} without nodev"));
             }
-            match size_of(&o) {
+            match size_of(o) {
                 Some(s) if s > 0 && s <= policy.tmpfs_bytes.ceiling => {}
                 s => return Err(format!("tmpfs at {dest} of size {s:?}")),
             }
