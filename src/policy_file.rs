@@ -261,6 +261,68 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// The `[limits]` section into `p`: each limit within its hard bounds.
+fn parse_limits(l: &LimitsSection, p: &mut Policy) -> Result<()> {
+    let base = Policy::default();
+    p.pids = limit("pids", &l.pids, base.pids, 1, bounds::PIDS_MAX)?;
+    p.memory_bytes = limit(
+        "memory",
+        &l.memory,
+        base.memory_bytes,
+        bounds::MEMORY_MIN,
+        bounds::MEMORY_MAX,
+    )?;
+    p.nofile = limit("nofile", &l.nofile, base.nofile, 16, bounds::NOFILE_MAX)?;
+    p.tmpfs_bytes = limit(
+        "tmpfs",
+        &l.tmpfs,
+        base.tmpfs_bytes,
+        1 << 20,
+        bounds::TMPFS_MAX,
+    )?;
+    p.store_bytes = limit(
+        "store",
+        &l.store,
+        base.store_bytes,
+        4 << 20,
+        bounds::TMPFS_MAX,
+    )?;
+    p.ptys = limit("ptys", &l.ptys, base.ptys, 1, bounds::PTYS_MAX)?;
+    if let Some(t) = &l.create_timeout {
+        let secs = match t {
+            Num::Int(v) => *v,
+            Num::Text(s) => crate::duration::parse_duration(s)
+                .map_err(|_| {
+                    anyhow!("limits.create_timeout {s:?} is not a duration (e.g. \"60s\")")
+                })?
+                .as_secs(),
+        };
+        if secs == 0 || secs > bounds::CREATE_TIMEOUT_MAX {
+            bail!(
+                "limits.create_timeout {secs}s is outside the hard bounds 1..={}s",
+                bounds::CREATE_TIMEOUT_MAX
+            );
+        }
+        p.create_timeout_s = secs;
+    }
+    p.cpu_time_ms = optional_limit("cpu_time", &l.cpu_time, |n| match n {
+        Num::Int(secs) => Ok(secs.saturating_mul(1000)),
+        Num::Text(t) => crate::duration::parse_duration(t)
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .map_err(|_| anyhow!("limits.cpu_time {t:?} is not a duration (e.g. \"10s\")")),
+    })?;
+    p.file_size_bytes = optional_limit("file_size", &l.file_size, num)?;
+    if let Some(d) = &l.disk {
+        let f = Some(LimitFile {
+            default: d.default.clone(),
+            ceiling: d.ceiling.clone(),
+        });
+        p.disk_bytes = limit("disk", &f, base.disk_bytes, 1 << 20, bounds::DISK_MAX)?;
+        p.disk_required = d.required;
+    }
+    Ok(())
+}
+
 /// Parses policy file text into a [`Policy`] (pure; errors name the line where the parser can).
 pub fn parse(text: &str) -> Result<Policy> {
     let file: PolicyFile = toml::from_str(text).map_err(|e| {
@@ -271,64 +333,8 @@ pub fn parse(text: &str) -> Result<Policy> {
         }
     })?;
     let mut p = Policy::default();
-    let base = Policy::default();
     if let Some(l) = &file.limits {
-        p.pids = limit("pids", &l.pids, base.pids, 1, bounds::PIDS_MAX)?;
-        p.memory_bytes = limit(
-            "memory",
-            &l.memory,
-            base.memory_bytes,
-            bounds::MEMORY_MIN,
-            bounds::MEMORY_MAX,
-        )?;
-        p.nofile = limit("nofile", &l.nofile, base.nofile, 16, bounds::NOFILE_MAX)?;
-        p.tmpfs_bytes = limit(
-            "tmpfs",
-            &l.tmpfs,
-            base.tmpfs_bytes,
-            1 << 20,
-            bounds::TMPFS_MAX,
-        )?;
-        p.store_bytes = limit(
-            "store",
-            &l.store,
-            base.store_bytes,
-            4 << 20,
-            bounds::TMPFS_MAX,
-        )?;
-        p.ptys = limit("ptys", &l.ptys, base.ptys, 1, bounds::PTYS_MAX)?;
-        if let Some(t) = &l.create_timeout {
-            let secs = match t {
-                Num::Int(v) => *v,
-                Num::Text(s) => crate::duration::parse_duration(s)
-                    .map_err(|_| {
-                        anyhow!("limits.create_timeout {s:?} is not a duration (e.g. \"60s\")")
-                    })?
-                    .as_secs(),
-            };
-            if secs == 0 || secs > bounds::CREATE_TIMEOUT_MAX {
-                bail!(
-                    "limits.create_timeout {secs}s is outside the hard bounds 1..={}s",
-                    bounds::CREATE_TIMEOUT_MAX
-                );
-            }
-            p.create_timeout_s = secs;
-        }
-        p.cpu_time_ms = optional_limit("cpu_time", &l.cpu_time, |n| match n {
-            Num::Int(secs) => Ok(secs.saturating_mul(1000)),
-            Num::Text(t) => crate::duration::parse_duration(t)
-                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-                .map_err(|_| anyhow!("limits.cpu_time {t:?} is not a duration (e.g. \"10s\")")),
-        })?;
-        p.file_size_bytes = optional_limit("file_size", &l.file_size, num)?;
-        if let Some(d) = &l.disk {
-            let f = Some(LimitFile {
-                default: d.default.clone(),
-                ceiling: d.ceiling.clone(),
-            });
-            p.disk_bytes = limit("disk", &f, base.disk_bytes, 1 << 20, bounds::DISK_MAX)?;
-            p.disk_required = d.required;
-        }
+        parse_limits(l, &mut p)?;
     }
     if let Some(c) = file.capabilities.as_ref().and_then(|c| c.allowed.as_ref()) {
         let mut caps = Vec::new();

@@ -272,6 +272,56 @@ fn disk_bounds() -> Vec<Check> {
         .collect()
 }
 
+/// The cgroup layout and the controllers rloxsc needs in it.
+fn cgroup_checks() -> Vec<Check> {
+    let mut out = Vec::new();
+    let setup = libcgroups::common::get_cgroup_setup();
+    let cg = match &setup {
+        Ok(libcgroups::common::CgroupSetup::Unified) => "cgroup v2 (unified)",
+        Ok(libcgroups::common::CgroupSetup::Hybrid) => "cgroup v1 (hybrid)",
+        Ok(libcgroups::common::CgroupSetup::Legacy) => "cgroup v1 (legacy)",
+        Err(_) => "unknown",
+    };
+    out.push(check(
+        setup.is_ok(),
+        format!("cgroups: {cg}"),
+        "mount cgroupfs under /sys/fs/cgroup",
+    ));
+    let needed = ["memory", "pids", "cpu", "devices", "freezer"];
+    match setup {
+        Ok(libcgroups::common::CgroupSetup::Unified) => {
+            let have =
+                std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers").unwrap_or_default();
+            for c in ["memory", "pids", "cpu"] {
+                out.push(check(
+                    have.split_whitespace().any(|x| x == c),
+                    format!("v2 controller {c}"),
+                    format!("enable {c} in /sys/fs/cgroup/cgroup.subtree_control"),
+                ));
+            }
+            out.push(check(
+                true,
+                "v2 devices: enforced with an eBPF program (built in)",
+                "",
+            ));
+            out.extend(unused_controllers(true));
+        }
+        Ok(_) => {
+            for c in needed {
+                out.push(check(
+                    Path::new("/sys/fs/cgroup").join(c).is_dir(),
+                    format!("v1 controller {c}"),
+                    format!("mount the {c} controller at /sys/fs/cgroup/{c}"),
+                ));
+            }
+            out.push(check(Path::new("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes").exists(), "v1 swap accounting (memory.memsw)", "boot with swapaccount=1: rloxsc limits memory+swap and refuses to create containers without it"));
+            out.extend(unused_controllers(false));
+        }
+        Err(_) => {}
+    }
+    out
+}
+
 /// Runs every check; returns 0 when all hold, 1 otherwise.
 pub fn doctor(fix: bool) -> Result<i32> {
     let mut checks = Vec::new();
@@ -302,50 +352,7 @@ pub fn doctor(fix: bool) -> Result<i32> {
             OLDEST_TESTED.0, OLDEST_TESTED.1
         ),
     ));
-    let setup = libcgroups::common::get_cgroup_setup();
-    let cg = match &setup {
-        Ok(libcgroups::common::CgroupSetup::Unified) => "cgroup v2 (unified)",
-        Ok(libcgroups::common::CgroupSetup::Hybrid) => "cgroup v1 (hybrid)",
-        Ok(libcgroups::common::CgroupSetup::Legacy) => "cgroup v1 (legacy)",
-        Err(_) => "unknown",
-    };
-    checks.push(check(
-        setup.is_ok(),
-        format!("cgroups: {cg}"),
-        "mount cgroupfs under /sys/fs/cgroup",
-    ));
-    let needed = ["memory", "pids", "cpu", "devices", "freezer"];
-    match setup {
-        Ok(libcgroups::common::CgroupSetup::Unified) => {
-            let have =
-                std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers").unwrap_or_default();
-            for c in ["memory", "pids", "cpu"] {
-                checks.push(check(
-                    have.split_whitespace().any(|x| x == c),
-                    format!("v2 controller {c}"),
-                    format!("enable {c} in /sys/fs/cgroup/cgroup.subtree_control"),
-                ));
-            }
-            checks.push(check(
-                true,
-                "v2 devices: enforced with an eBPF program (built in)",
-                "",
-            ));
-            checks.extend(unused_controllers(true));
-        }
-        Ok(_) => {
-            for c in needed {
-                checks.push(check(
-                    Path::new("/sys/fs/cgroup").join(c).is_dir(),
-                    format!("v1 controller {c}"),
-                    format!("mount the {c} controller at /sys/fs/cgroup/{c}"),
-                ));
-            }
-            checks.push(check(Path::new("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes").exists(), "v1 swap accounting (memory.memsw)", "boot with swapaccount=1: rloxsc limits memory+swap and refuses to create containers without it"));
-            checks.extend(unused_controllers(false));
-        }
-        Err(_) => {}
-    }
+    checks.extend(cgroup_checks());
     // the systemd cgroup driver (--systemd-cgroup): Docker's default on systemd hosts with cgroup v2
     checks.push(
         match crate::cgroups::placement::systemd_driver_unavailable() {

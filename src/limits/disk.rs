@@ -218,7 +218,7 @@ pub fn unsupported(fd: RawFd) -> Option<String> {
     buf[0] = 1;
     match quotactl(fd, Q_XGETQSTATV, 0, buf.as_mut_ptr() as *mut libc::c_void) {
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => Some(format!(
-            "the kernel or the filesystem has no quota support ({e}; quotactl_fd is Linux 5.14+)"
+            "no quota support there (the filesystem has no quota feature, or the kernel no quota support or no quotactl_fd, Linux 5.14+: {e})"
         )),
         Err(e) => Some(format!("the filesystem's quota state cannot be read ({e})")),
         Ok(()) if u16::from_ne_bytes([buf[2], buf[3]]) & FS_QUOTA_PDQ_ENFD == 0 => Some(
