@@ -55,7 +55,8 @@ mkdir -p "$W/image"
 cp -a "$ROOTFS" "$W/image/rootfs"
 tar --numeric-owner -C "$ROOTFS" -cf "$W/image/image.tar" .
 # tests/write_path.rs (issue #28's suite), run in every cell by the contained-write-path scenario
-WRITE_PATH_TESTS=$(cd "$repo" && cargo test --release --locked --no-run --test write_path 2>&1 \
+cargo=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
+WRITE_PATH_TESTS=$(cd "$repo" && "$cargo" test --release --locked --no-run --test write_path 2>&1 \
     | grep -o 'target/[^ )]*/deps/write_path-[0-9a-f]*' | tail -n 1)
 [ -x "$repo/$WRITE_PATH_TESTS" ] && cp "$repo/$WRITE_PATH_TESTS" "$W/image/write_path-tests" \
     || echo "matrix: cannot build tests/write_path.rs (contained-write-path will fail)" >&2
