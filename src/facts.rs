@@ -109,15 +109,18 @@ pub fn namespace_owner(path: &Path) -> Option<crate::harden::NamespaceOwner> {
     let user_path = proc_dir
         .map(|d| d.join("ns/user"))
         .filter(|u| ns_id(u) == Some(id));
-    let uid_map = user_path
-        .as_ref()
-        .and_then(|u| crate::fsutil::read_small_string(u.parent()?.parent()?.join("uid_map")).ok())
-        .map(|t| crate::idmap::parse_id_map(&t))
-        .unwrap_or_default();
+    let map = |file: &str| {
+        user_path
+            .as_ref()
+            .and_then(|u| crate::fsutil::read_small_string(u.parent()?.parent()?.join(file)).ok())
+            .map(|t| crate::idmap::parse_id_map(&t))
+            .unwrap_or_default()
+    };
     Some(crate::harden::NamespaceOwner {
         id,
+        uid_map: map("uid_map"),
+        gid_map: map("gid_map"),
         path: user_path,
-        uid_map,
     })
 }
 

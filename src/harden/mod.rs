@@ -108,6 +108,8 @@ pub struct NamespaceOwner {
     pub path: Option<PathBuf>,
     /// Its uid mapping (`/proc/<pid>/uid_map`), when `path` is known: (inside, outside, count).
     pub uid_map: Vec<(u64, u64, u64)>,
+    /// Its gid mapping (`/proc/<pid>/gid_map`), read with the uid mapping.
+    pub gid_map: Vec<(u64, u64, u64)>,
 }
 
 /// The output of [`harden`].

@@ -558,6 +558,7 @@ mod tests {
             id,
             path: Some("/proc/7/ns/user".into()),
             uid_map: vec![],
+            gid_map: vec![],
         };
         let mut f = facts();
         for p in ["/proc/7/ns/mnt", "/proc/7/ns/pid", "/proc/7/ns/ipc"] {
@@ -604,6 +605,7 @@ mod tests {
                 id: (4, 4026531837),
                 path: None,
                 uid_map: vec![],
+                gid_map: vec![],
             },
         );
         let mut s = careless_spec();

@@ -167,6 +167,8 @@ pub enum IdentityPlan {
         base: Option<u32>,
         /// Its uid mapping (inside, outside, count).
         uid_map: Vec<(u32, u32, u32)>,
+        /// Its gid mapping.
+        gid_map: Vec<(u32, u32, u32)>,
     },
     /// The caller's own user namespace and mapping.
     Callers,
@@ -178,24 +180,43 @@ pub fn plan_identity(
     host: &HostFacts,
 ) -> Result<IdentityPlan, crate::harden::Refusal> {
     if let Some(owner) = crate::harden::namespaces::user_namespace_to_join(spec, host)? {
-        let uid_map: Vec<(u32, u32, u32)> = owner
-            .uid_map
-            .iter()
-            .filter_map(|(i, o, n)| {
-                Some((
-                    u32::try_from(*i).ok()?,
-                    u32::try_from(*o).ok()?,
-                    u32::try_from(*n).ok()?,
-                ))
-            })
-            .collect();
+        let narrow = |map: &[(u64, u64, u64)]| -> Vec<(u32, u32, u32)> {
+            map.iter()
+                .filter_map(|(i, o, n)| {
+                    Some((
+                        u32::try_from(*i).ok()?,
+                        u32::try_from(*o).ok()?,
+                        u32::try_from(*n).ok()?,
+                    ))
+                })
+                .collect()
+        };
+        let uid_map = narrow(&owner.uid_map);
         let base = uid_map.iter().find(|(i, _, _)| *i == 0).map(|m| m.1);
-        return Ok(IdentityPlan::Join { base, uid_map });
+        return Ok(IdentityPlan::Join {
+            base,
+            uid_map,
+            gid_map: narrow(&owner.gid_map),
+        });
     }
     if crate::harden::namespaces::brings_own_user_namespace(spec) {
         return Ok(IdentityPlan::Callers);
     }
     Ok(IdentityPlan::Allocate)
+}
+
+/// The mapping of the user namespace the container joins, as read when the host's facts were
+/// gathered (never read again through a pid that may have been reused since).
+fn joined_mapping(plan: &IdentityPlan) -> Option<IdMap> {
+    match plan {
+        IdentityPlan::Join {
+            uid_map, gid_map, ..
+        } if !uid_map.is_empty() && !gid_map.is_empty() => Some(IdMap {
+            uids: uid_map.clone(),
+            gids: gid_map.clone(),
+        }),
+        _ => None,
+    }
 }
 
 /// Phase 2, identity: the block of host ids, taken (or shared) and recorded before it is.
@@ -622,7 +643,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     let owner = host_spec
         .process()
         .as_ref()
-        .and_then(|p| super::exec::process_owner(&host_spec, p, None));
+        .and_then(|p| super::exec::process_owner(&host_spec, p, || joined_mapping(&plan)));
     if let Some(o) = owner {
         super::give_stdio_to(o);
     }

@@ -82,7 +82,9 @@ pub fn exec(
     // what a client copied in since the last process started is the container's now
     super::adopt_client_writes(layout, req.id)?;
     check_cwd(req.id, init_pid, req.process.cwd())?;
-    if let Some(owner) = process_owner(spec, req.process, Some(init_pid)) {
+    if let Some(owner) = process_owner(spec, req.process, || {
+        crate::idmap::IdMap::of_process(init_pid)
+    }) {
         super::give_stdio_to(owner);
     }
 
@@ -120,7 +122,9 @@ pub fn exec(
     })?;
     verify_exec(req.id, &record.policy, init_pid, pid.as_raw())?;
     if terminal {
-        if let Some(owner) = process_owner(spec, req.process, Some(init_pid)) {
+        if let Some(owner) = process_owner(spec, req.process, || {
+            crate::idmap::IdMap::of_process(init_pid)
+        }) {
             super::give_terminal_to(pid.as_raw(), owner);
         }
     }
@@ -214,9 +218,14 @@ impl Drop for RemoveOnDrop {
 
 /// The host uid and gid of `process`'s user in the container of `spec`: through the spec's mapping,
 /// or, when the spec has none because the container joined a user namespace by path (a pod's
-/// containers join their sandbox's), through the mapping of that namespace as process `member` (in
-/// it, else the one the namespace's path names) shows it. `None` when neither maps the user.
-pub fn process_owner(spec: &Spec, process: &Process, member: Option<i32>) -> Option<(u32, u32)> {
+/// containers join their sandbox's), through that namespace's mapping as `joined` gives it (the
+/// running init's for exec; the one read with the host's facts at create, never again through the
+/// pid the path names, which may have been reused). `None` when neither maps the user.
+pub fn process_owner(
+    spec: &Spec,
+    process: &Process,
+    joined: impl FnOnce() -> Option<crate::idmap::IdMap>,
+) -> Option<(u32, u32)> {
     let l = spec.linux().as_ref()?;
     let lines = |maps: &Option<Vec<oci_spec::runtime::LinuxIdMapping>>| -> Vec<(u32, u32, u32)> {
         maps.iter()
@@ -228,22 +237,9 @@ pub fn process_owner(spec: &Spec, process: &Process, member: Option<i32>) -> Opt
         uids: lines(l.uid_mappings()),
         gids: lines(l.gid_mappings()),
     };
-    let joined = l.namespaces().iter().flatten().find_map(|n| {
-        (n.typ() == oci_spec::runtime::LinuxNamespaceType::User)
-            .then(|| n.path().clone())
-            .flatten()
-    });
-    if let (true, Some(path)) = (map.uids.is_empty(), joined) {
-        // the hardening names a joined user namespace as `/proc/<pid>/ns/user`
-        let named = || {
-            path.strip_prefix("/proc")
-                .ok()?
-                .to_str()?
-                .strip_suffix("/ns/user")?
-                .parse()
-                .ok()
-        };
-        map = crate::idmap::IdMap::of_process(member.or_else(named)?)?;
+    if map.uids.is_empty() {
+        // a joined user namespace: its mapping, read by the caller
+        map = joined()?;
     }
     Some((
         map.host_uid(process.user().uid())?,
