@@ -212,6 +212,7 @@ pub fn harden_mounts(
     changes: &mut Changes,
 ) -> Result<(), Refusal> {
     let caller = spec.mounts().clone().unwrap_or_default();
+    let memory = memory_limit(spec);
     let mut out: Vec<Mount> = Vec::with_capacity(caller.len() + 2);
     // writable paths of an earlier hardening (this spec hardened again): made again below
     let mut prior: Vec<PathBuf> = Vec::new();
@@ -233,166 +234,9 @@ pub fn harden_mounts(
         let mut o = opts(&m);
         let mut m = m;
         if is_bind(&m) {
-            let src = m.source().clone().unwrap_or_default();
-            let known = facts.canonical_sources.get(&src).cloned();
-            if src.is_relative() {
-                // relative to the bundle (OCI); libcontainer would resolve it against rloxsc's cwd, so
-                // the hardened spec names the resolved path, the one judged below
-                let Some(resolved) = known.clone() else {
-                    return Err(refuse(
-                        keys::SENSITIVE_BINDS,
-                        format!(
-                            "bind mount of {:?} onto {dest} refused: a relative source must exist in the bundle",
-                            src.display().to_string()
-                        ),
-                    ));
-                };
-                changes.push(
-                    keys::SENSITIVE_BINDS,
-                    format!(
-                        "bind mount {dest}: relative source {} resolved in the bundle to {}",
-                        src.display(),
-                        resolved.display()
-                    ),
-                );
-                m.set_source(Some(resolved));
-            }
-            let canonical = known.unwrap_or(src.clone());
-            if let Some(why) = is_sensitive_source(&canonical, facts) {
-                return Err(refuse(
-                    keys::SENSITIVE_BINDS,
-                    format!("bind mount of {} onto {dest} refused: {why}", src.display()),
-                ));
-            }
-            // the plain flags reach the top mount only: an rbind's submounts need the recursive
-            // ones (mount_setattr), and the caller's recursive opposites (rsuid, rdev, rrw) would
-            // undo them below the top (found by conformance: `rbind,rrw` gave a writable bind)
-            let mut changed = ensure_flag(&mut o, "nosuid", "suid");
-            changed |= ensure_flag(&mut o, "rnosuid", "rsuid");
-            changed |= ensure_flag(&mut o, "nodev", "dev");
-            changed |= ensure_flag(&mut o, "rnodev", "rdev");
-            if !policy.writable_binds {
-                changed |= ensure_flag(&mut o, "ro", "rw");
-                changed |= ensure_flag(&mut o, "rro", "rrw");
-            } else if !o.iter().any(|x| x == "ro") && policy::is_system_path(&canonical) {
-                // the container's root owns what it binds (crate::views idmaps a bind onto its
-                // directory's owner): a host system directory stays read-only
-                ensure_flag(&mut o, "ro", "rw");
-                ensure_flag(&mut o, "rro", "rrw");
-                changes.push(
-                    keys::WRITABLE_BINDS,
-                    format!(
-                        "bind mount of {} onto {dest} made read-only: it is a system path of the host",
-                        canonical.display()
-                    ),
-                );
-            }
-            // a read-only bind is read-only down to every submount: plain `ro` reaches the top
-            // mount only (runc leaves the host's mounts below it writable; a caller who bound a
-            // directory read-only did not mean to hand out what is mounted inside it, and
-            // containerd 1.6 drops the CRI's recursive_read_only to a plain `ro`)
-            if o.iter().any(|x| x == "ro") {
-                changed |= ensure_flag(&mut o, "rro", "rrw");
-            }
-            if !o.iter().any(|x| x == "ro") {
-                if let Some(bin) = facts.runtime_binaries.iter().find(|b| {
-                    b.parent().is_some_and(|d| d.starts_with(&canonical)) || **b == canonical
-                }) {
-                    return Err(refuse(
-                        keys::SENSITIVE_BINDS,
-                        format!(
-                            "writable bind mount of {} onto {dest} refused: it holds the runtime's own binary {} (a container could replace it by rename); bind it read-only",
-                            src.display(),
-                            bin.display()
-                        ),
-                    ));
-                }
-            }
-            if o.iter().any(|x| x == "shared" || x == "rshared") {
-                o.retain(|x| x != "shared" && x != "rshared");
-                o.push("rslave".into());
-                changed = true;
-            }
-            if changed {
-                changes.push(
-                    keys::WRITABLE_BINDS,
-                    format!("bind mount {dest}: options now {}", o.join(",")),
-                );
-            }
-        } else if !allowed_type(&typ) {
-            return Err(refuse(
-                keys::MOUNT_TYPES,
-                format!("mount of type {typ:?} onto {dest} refused: only proc, sysfs, tmpfs, devpts, mqueue, cgroup and bind mounts are allowed"),
-            ));
-        } else {
-            // recursive "clear" options would undo the flags forced below (sysfs `rrw`)
-            let before = o.len();
-            o.retain(|x| !matches!(x.as_str(), "rrw" | "rsuid" | "rdev" | "rexec"));
-            if o.len() != before {
-                changes.push(
-                    keys::MOUNT_TYPES,
-                    format!("{typ} at {dest}: recursive rrw/rsuid/rdev/rexec dropped"),
-                );
-            }
-            match typ.as_str() {
-                "proc" => {
-                    if dest != "/proc" {
-                        changes.push(
-                            keys::MASKED_PATHS,
-                            format!("dropped extra proc mount at {dest} (it would be unmasked)"),
-                        );
-                        continue;
-                    }
-                }
-                "sysfs" | "cgroup" | "cgroup2" => {
-                    let mut changed = ensure_flag(&mut o, "ro", "rw");
-                    for f in ["nosuid", "nodev", "noexec"] {
-                        changed |= ensure_flag(&mut o, f, "");
-                    }
-                    if changed {
-                        changes.push(
-                            keys::READONLY_PATHS,
-                            format!("{typ} at {dest} mounted read-only"),
-                        );
-                    }
-                }
-                "tmpfs" => {
-                    let mut what = Vec::new();
-                    // runc's tmpcopyup (copy the image's directory in; Podman asks for it) is done
-                    // by rloxsc from outside (crate::views, crate::writable), as for its own
-                    // writable paths
-                    if ensure_flag(&mut o, "nosuid", "suid") {
-                        what.push("nosuid".to_string());
-                    }
-                    if dest != "/dev" && ensure_flag(&mut o, "nodev", "dev") {
-                        what.push("nodev".to_string());
-                    }
-                    if let Some(s) = clamp_tmpfs_size(&mut o, policy, memory_limit(spec)) {
-                        what.push(s);
-                    }
-                    if !what.is_empty() {
-                        changes.push(keys::TMPFS, format!("tmpfs at {dest}: {}", what.join(", ")));
-                    }
-                }
-                "devpts" | "mqueue" => {
-                    let mut changed = ensure_flag(&mut o, "nosuid", "suid");
-                    changed |= ensure_flag(&mut o, "noexec", "exec");
-                    if changed {
-                        changes.push(keys::MOUNT_TYPES, format!("{typ} at {dest}: nosuid,noexec"));
-                    }
-                    if typ == "devpts" {
-                        if let Some(s) = clamp_devpts_max(&mut o, policy) {
-                            changes.push(keys::PTYS, format!("devpts at {dest}: {s}"));
-                        }
-                    }
-                }
-                _ => {
-                    return Err(refuse(
-                        keys::MOUNT_TYPES,
-                        format!("mount of type {typ:?} onto {dest} without bind options refused"),
-                    ))
-                }
-            }
+            harden_bind(&mut m, &mut o, &dest, policy, facts, changes)?;
+        } else if !harden_kernel_mount(&typ, &mut o, &dest, memory, policy, changes)? {
+            continue;
         }
         m.set_options(Some(o));
         out.push(m);
@@ -421,6 +265,196 @@ pub fn harden_mounts(
     add_writable_paths(spec, &mut out, policy, facts, &prior, changes);
     spec.set_mounts(Some(out));
     Ok(())
+}
+
+/// A caller's bind mount: its source resolved and judged (never sensitive, never a writable bind of
+/// the runtime's binary), nosuid,nodev to the bottom, read-only to the bottom where it is read-only
+/// (and for a host system path, or under `writable_binds = false`), never shared.
+fn harden_bind(
+    m: &mut Mount,
+    o: &mut Vec<String>,
+    dest: &str,
+    policy: &Policy,
+    facts: &HostFacts,
+    changes: &mut Changes,
+) -> Result<(), Refusal> {
+    let src = m.source().clone().unwrap_or_default();
+    let known = facts.canonical_sources.get(&src).cloned();
+    if src.is_relative() {
+        // relative to the bundle (OCI); libcontainer would resolve it against rloxsc's cwd, so
+        // the hardened spec names the resolved path, the one judged below
+        let Some(resolved) = known.clone() else {
+            return Err(refuse(
+                keys::SENSITIVE_BINDS,
+                format!(
+                    "bind mount of {:?} onto {dest} refused: a relative source must exist in the bundle",
+                    src.display().to_string()
+                ),
+            ));
+        };
+        changes.push(
+            keys::SENSITIVE_BINDS,
+            format!(
+                "bind mount {dest}: relative source {} resolved in the bundle to {}",
+                src.display(),
+                resolved.display()
+            ),
+        );
+        m.set_source(Some(resolved));
+    }
+    let canonical = known.unwrap_or(src.clone());
+    if let Some(why) = is_sensitive_source(&canonical, facts) {
+        return Err(refuse(
+            keys::SENSITIVE_BINDS,
+            format!("bind mount of {} onto {dest} refused: {why}", src.display()),
+        ));
+    }
+    // the plain flags reach the top mount only: an rbind's submounts need the recursive
+    // ones (mount_setattr), and the caller's recursive opposites (rsuid, rdev, rrw) would
+    // undo them below the top (found by conformance: `rbind,rrw` gave a writable bind)
+    let mut changed = ensure_flag(o, "nosuid", "suid");
+    changed |= ensure_flag(o, "rnosuid", "rsuid");
+    changed |= ensure_flag(o, "nodev", "dev");
+    changed |= ensure_flag(o, "rnodev", "rdev");
+    if !policy.writable_binds {
+        changed |= ensure_flag(o, "ro", "rw");
+        changed |= ensure_flag(o, "rro", "rrw");
+    } else if !o.iter().any(|x| x == "ro") && policy::is_system_path(&canonical) {
+        // the container's root owns what it binds (crate::views idmaps a bind onto its
+        // directory's owner): a host system directory stays read-only
+        ensure_flag(o, "ro", "rw");
+        ensure_flag(o, "rro", "rrw");
+        changes.push(
+            keys::WRITABLE_BINDS,
+            format!(
+                "bind mount of {} onto {dest} made read-only: it is a system path of the host",
+                canonical.display()
+            ),
+        );
+    }
+    // a read-only bind is read-only down to every submount: plain `ro` reaches the top
+    // mount only (runc leaves the host's mounts below it writable; a caller who bound a
+    // directory read-only did not mean to hand out what is mounted inside it, and
+    // containerd 1.6 drops the CRI's recursive_read_only to a plain `ro`)
+    if o.iter().any(|x| x == "ro") {
+        changed |= ensure_flag(o, "rro", "rrw");
+    }
+    if !o.iter().any(|x| x == "ro") {
+        if let Some(bin) = facts
+            .runtime_binaries
+            .iter()
+            .find(|b| b.parent().is_some_and(|d| d.starts_with(&canonical)) || **b == canonical)
+        {
+            return Err(refuse(
+                keys::SENSITIVE_BINDS,
+                format!(
+                    "writable bind mount of {} onto {dest} refused: it holds the runtime's own binary {} (a container could replace it by rename); bind it read-only",
+                    src.display(),
+                    bin.display()
+                ),
+            ));
+        }
+    }
+    if o.iter().any(|x| x == "shared" || x == "rshared") {
+        o.retain(|x| x != "shared" && x != "rshared");
+        o.push("rslave".into());
+        changed = true;
+    }
+    if changed {
+        changes.push(
+            keys::WRITABLE_BINDS,
+            format!("bind mount {dest}: options now {}", o.join(",")),
+        );
+    }
+    Ok(())
+}
+
+/// A kernel filesystem's mount: an allowed type, with the flags its type needs; `false` when it is
+/// dropped (an extra proc mount, which would be unmasked).
+fn harden_kernel_mount(
+    typ: &str,
+    o: &mut Vec<String>,
+    dest: &str,
+    memory: Option<u64>,
+    policy: &Policy,
+    changes: &mut Changes,
+) -> Result<bool, Refusal> {
+    if !allowed_type(typ) {
+        return Err(refuse(
+            keys::MOUNT_TYPES,
+            format!("mount of type {typ:?} onto {dest} refused: only proc, sysfs, tmpfs, devpts, mqueue, cgroup and bind mounts are allowed"),
+        ));
+    } else {
+        // recursive "clear" options would undo the flags forced below (sysfs `rrw`)
+        let before = o.len();
+        o.retain(|x| !matches!(x.as_str(), "rrw" | "rsuid" | "rdev" | "rexec"));
+        if o.len() != before {
+            changes.push(
+                keys::MOUNT_TYPES,
+                format!("{typ} at {dest}: recursive rrw/rsuid/rdev/rexec dropped"),
+            );
+        }
+        match typ {
+            "proc" => {
+                if dest != "/proc" {
+                    changes.push(
+                        keys::MASKED_PATHS,
+                        format!("dropped extra proc mount at {dest} (it would be unmasked)"),
+                    );
+                    return Ok(false);
+                }
+            }
+            "sysfs" | "cgroup" | "cgroup2" => {
+                let mut changed = ensure_flag(o, "ro", "rw");
+                for f in ["nosuid", "nodev", "noexec"] {
+                    changed |= ensure_flag(o, f, "");
+                }
+                if changed {
+                    changes.push(
+                        keys::READONLY_PATHS,
+                        format!("{typ} at {dest} mounted read-only"),
+                    );
+                }
+            }
+            "tmpfs" => {
+                let mut what = Vec::new();
+                // runc's tmpcopyup (copy the image's directory in; Podman asks for it) is done
+                // by rloxsc from outside (crate::views, crate::writable), as for its own
+                // writable paths
+                if ensure_flag(o, "nosuid", "suid") {
+                    what.push("nosuid".to_string());
+                }
+                if dest != "/dev" && ensure_flag(o, "nodev", "dev") {
+                    what.push("nodev".to_string());
+                }
+                if let Some(s) = clamp_tmpfs_size(o, policy, memory) {
+                    what.push(s);
+                }
+                if !what.is_empty() {
+                    changes.push(keys::TMPFS, format!("tmpfs at {dest}: {}", what.join(", ")));
+                }
+            }
+            "devpts" | "mqueue" => {
+                let mut changed = ensure_flag(o, "nosuid", "suid");
+                changed |= ensure_flag(o, "noexec", "exec");
+                if changed {
+                    changes.push(keys::MOUNT_TYPES, format!("{typ} at {dest}: nosuid,noexec"));
+                }
+                if typ == "devpts" {
+                    if let Some(s) = clamp_devpts_max(o, policy) {
+                        changes.push(keys::PTYS, format!("devpts at {dest}: {s}"));
+                    }
+                }
+            }
+            _ => {
+                return Err(refuse(
+                    keys::MOUNT_TYPES,
+                    format!("mount of type {typ:?} onto {dest} without bind options refused"),
+                ))
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// The option that marks rloxsc's own writable paths (never a caller's: removed from theirs):

@@ -489,6 +489,73 @@ fn direct_path(
     Ok(Some((source, host)))
 }
 
+/// The caller's tmpcopyup tmpfs mounts: each its own tmpfs as the upper layer of an overlay whose
+/// lower is the root's directory there (the tmpfs alone where that directory is empty). Returns
+/// each destination with its view.
+fn make_copyups(
+    req: &Request,
+    views: &mut ViewDir,
+    rootfd: &OwnedFd,
+    root_owner: (u32, u32),
+    tag: &str,
+) -> Result<Vec<(PathBuf, PathBuf)>> {
+    let mut copyups = Vec::new();
+    for (i, c) in req.copyups.iter().enumerate() {
+        let Some(fd) = ensure_in_root(rootfd, &c.dest, false, 0o755, root_owner, true)? else {
+            bail!(
+                "the image reaches the tmpcopyup mount {} through a symlink (policy key {})",
+                c.dest.display(),
+                keys::TMPFS
+            );
+        };
+        let st = tree::stat_fd(fd.as_raw_fd())?;
+        let fs = mountapi::tmpfs(&c.data, 0)?;
+        let t = views.add(&fs, &format!("c{i}-tmpfs"), false)?;
+        if tree::is_empty_dir(&tree::open_dir_at(fd.as_raw_fd(), c".")?)? {
+            // nothing of the image to show: the caller's tmpfs itself, as runc's copy of nothing
+            // leaves it, with the image directory's owner and mode unless the caller set them
+            let set = |k: &str| c.data.iter().any(|(key, _)| key == k);
+            if !set("uid") && !set("gid") {
+                std::os::unix::fs::chown(&t, Some(st.st_uid), Some(st.st_gid))?;
+            }
+            if !set("mode") {
+                std::fs::set_permissions(
+                    &t,
+                    std::os::unix::fs::PermissionsExt::from_mode(st.st_mode & 0o1777),
+                )?;
+            }
+            copyups.push((c.dest.clone(), t));
+            continue;
+        }
+        let lower = views.add(&mountapi::clone_fd(&fd)?, &format!("c{i}-lower"), false)?;
+        for (d, mode) in [("upper", st.st_mode & 0o1777), ("work", 0o700)] {
+            let p = t.join(d);
+            std::fs::create_dir(&p)?;
+            if d == "upper" {
+                std::os::unix::fs::chown(&p, Some(st.st_uid), Some(st.st_gid))?;
+            }
+            std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(mode))?;
+        }
+        let target = views.entry(&format!("c{i}"), false)?;
+        mount_overlay(
+            tag,
+            &target,
+            &lower.display().to_string(),
+            &t.join("upper"),
+            &t.join("work"),
+        )
+        .map_err(|e| {
+            anyhow!(
+                "cannot make the tmpcopyup mount {}: {e} (policy key {})",
+                c.dest.display(),
+                keys::TMPFS
+            )
+        })?;
+        copyups.push((c.dest.clone(), target));
+    }
+    Ok(copyups)
+}
+
 /// Builds the container's root (see the module documentation) in `views`, with token `token`.
 /// `kept` is set before the client's layer is acquired, for the caller's ledger.
 pub fn assemble(
@@ -588,62 +655,7 @@ pub fn assemble(
         });
     }
 
-    // the caller's tmpcopyup tmpfs: its own tmpfs as the upper layer of an overlay whose lower is
-    // the root's directory there (the tmpfs alone where that directory is empty)
-    let mut copyups = Vec::new();
-    for (i, c) in req.copyups.iter().enumerate() {
-        let Some(fd) = ensure_in_root(&rootfd, &c.dest, false, 0o755, root_owner, true)? else {
-            bail!(
-                "the image reaches the tmpcopyup mount {} through a symlink (policy key {})",
-                c.dest.display(),
-                keys::TMPFS
-            );
-        };
-        let st = tree::stat_fd(fd.as_raw_fd())?;
-        let fs = mountapi::tmpfs(&c.data, 0)?;
-        let t = views.add(&fs, &format!("c{i}-tmpfs"), false)?;
-        if tree::is_empty_dir(&tree::open_dir_at(fd.as_raw_fd(), c".")?)? {
-            // nothing of the image to show: the caller's tmpfs itself, as runc's copy of nothing
-            // leaves it, with the image directory's owner and mode unless the caller set them
-            let set = |k: &str| c.data.iter().any(|(key, _)| key == k);
-            if !set("uid") && !set("gid") {
-                std::os::unix::fs::chown(&t, Some(st.st_uid), Some(st.st_gid))?;
-            }
-            if !set("mode") {
-                std::fs::set_permissions(
-                    &t,
-                    std::os::unix::fs::PermissionsExt::from_mode(st.st_mode & 0o1777),
-                )?;
-            }
-            copyups.push((c.dest.clone(), t));
-            continue;
-        }
-        let lower = views.add(&mountapi::clone_fd(&fd)?, &format!("c{i}-lower"), false)?;
-        for (d, mode) in [("upper", st.st_mode & 0o1777), ("work", 0o700)] {
-            let p = t.join(d);
-            std::fs::create_dir(&p)?;
-            if d == "upper" {
-                std::os::unix::fs::chown(&p, Some(st.st_uid), Some(st.st_gid))?;
-            }
-            std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(mode))?;
-        }
-        let target = views.entry(&format!("c{i}"), false)?;
-        mount_overlay(
-            &tag,
-            &target,
-            &lower.display().to_string(),
-            &t.join("upper"),
-            &t.join("work"),
-        )
-        .map_err(|e| {
-            anyhow!(
-                "cannot make the tmpcopyup mount {}: {e} (policy key {})",
-                c.dest.display(),
-                keys::TMPFS
-            )
-        })?;
-        copyups.push((c.dest.clone(), target));
-    }
+    let copyups = make_copyups(req, views, &rootfd, root_owner, &tag)?;
 
     Ok(Assembled {
         root,
