@@ -13,6 +13,7 @@
 
 pub mod create;
 pub mod exec;
+pub mod identity;
 pub mod wait;
 
 use std::path::{Path, PathBuf};
