@@ -544,6 +544,7 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
             crate::limits::disk::Want {
                 bytes: policy.disk_bytes.default,
                 required: policy.disk_required,
+                deadline,
             },
         ),
         &mapping,

@@ -111,6 +111,9 @@ pub struct Want {
     pub bytes: u64,
     /// `required = true`: no container is created where its layer cannot be bounded.
     pub required: bool,
+    /// When the create must be done by (its limit, or the run's `--timeout`): labelling a layer
+    /// that holds much stops there.
+    pub deadline: std::time::Instant,
 }
 
 /// The inodes a project of `bytes` may hold: one per 4 KiB, at least 4096 (as the store).
@@ -258,9 +261,20 @@ pub fn clients_storage() -> Vec<(std::path::PathBuf, Option<String>)> {
 /// with `PROJINHERIT`), never following what the container or the client put there: directories
 /// are opened by fd relative to their parent with `O_NOFOLLOW`, only directories and regular files
 /// are opened (never a FIFO or a device), symlinks keep theirs. Bounded in depth.
-fn label(dir: &OwnedFd, project: u32, depth: usize, labelled: &mut u64) -> std::io::Result<()> {
+fn label(
+    dir: &OwnedFd,
+    project: u32,
+    depth: usize,
+    labelled: &mut u64,
+    deadline: std::time::Instant,
+) -> std::io::Result<()> {
     if depth > tree::MAX_DEPTH {
         return Err(std::io::Error::other("nested too deep to label"));
+    }
+    if std::time::Instant::now() > deadline {
+        return Err(std::io::Error::other(
+            "the create's time limit passed (limits.create_timeout or --timeout)",
+        ));
     }
     set_project(dir.as_raw_fd(), project, true)?;
     *labelled += 1;
@@ -269,7 +283,7 @@ fn label(dir: &OwnedFd, project: u32, depth: usize, labelled: &mut u64) -> std::
         match tree::kind(&st) {
             tree::Kind::Dir => {
                 let d = tree::open_dir_at(dir.as_raw_fd(), &name)?;
-                label(&d, project, depth + 1, labelled)?;
+                label(&d, project, depth + 1, labelled, deadline)?;
             }
             tree::Kind::File => {
                 let f = tree::open_at(
@@ -339,13 +353,13 @@ pub fn bound_layer(parent: &OwnedFd, upper: &CStr, works: &[&CStr], want: Want) 
     }
     if has != project {
         let mut labelled = 0;
-        label(&up, project, 0, &mut labelled)
+        label(&up, project, 0, &mut labelled, want.deadline)
             .map_err(|e| fail(format!("cannot give its files project {project}: {e}")))?;
         tracing::debug!("{labelled} entries of the client's layer labelled project {project}");
     }
     for w in works {
         match tree::open_dir_at(parent.as_raw_fd(), w) {
-            Ok(d) => label(&d, project, 0, &mut 0).map_err(|e| {
+            Ok(d) => label(&d, project, 0, &mut 0, want.deadline).map_err(|e| {
                 fail(format!(
                     "cannot give the work directory {} project {project}: {e}",
                     w.to_string_lossy()
@@ -401,6 +415,8 @@ pub struct Seen {
 
 /// Reads what bounds the directory `path` on the host.
 pub fn observe(path: &std::path::Path) -> Result<Seen, String> {
+    // (the kept layer in rloxsc's state directory, whose path is root's: `--root` may go through
+    // the root-owned /var/run link, so only the last component is not followed)
     let d = crate::fsutil::openat2(
         libc::AT_FDCWD,
         path,
