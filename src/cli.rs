@@ -552,32 +552,9 @@ pub fn main() -> i32 {
     }
 }
 
+/// Runs the verb of a parsed command line; returns the process exit status.
 fn dispatch(cli: Cli) -> Result<i32> {
-    // root's rloxsc acts on state (pids, cgroup paths, bundles) it reads from --root: only a root
-    // could have written it
-    // SAFETY: geteuid has no preconditions
-    if unsafe { libc::geteuid() } == 0
-        && cli.command.as_ref().is_some_and(|c| c.traits().uses_state)
-    {
-        crate::trust::require_root_only(&cli.root, "state root")?;
-    }
-    // an invalid or unreadable policy file refuses everything that starts or widens a container;
-    // inspecting and cleaning up existing containers stays possible
-    let (policy, policy_source) = match crate::policy_file::load(cli.policy.as_deref()) {
-        Ok(p) => p,
-        Err(e) => {
-            if cli.command.as_ref().is_none_or(|c| c.traits().widens) {
-                return Err(e.context("refusing to run anything until the policy file is fixed"));
-            }
-            tracing::warn!("{e:#}; using the built-in policy for this cleanup verb");
-            (Policy::default(), None)
-        }
-    };
-    let ctx = Context {
-        layout: Layout::new(&cli.root),
-        policy,
-        faults: Faults::from_env(),
-    };
+    let (ctx, policy_source) = build_context(&cli)?;
     if cli
         .rootless
         .as_deref()
@@ -604,22 +581,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             keep,
             output,
         } => {
-            let extra = commands::run::RunOptions {
-                output: output
-                    .as_deref()
-                    .map(|v| {
-                        crate::limits::rules::parse_size(v)
-                            .filter(|&n| n > 0)
-                            .ok_or_else(|| anyhow::anyhow!("invalid --output {v:?} (e.g. 1M)"))
-                    })
-                    .transpose()?,
-                timeout: timeout
-                    .as_deref()
-                    .map(crate::duration::parse_duration)
-                    .transpose()?,
-                record,
-                keep,
-            };
+            let extra = run_options(output, timeout, record, keep)?;
             return commands::run::run(&ctx, create_options(&create, detach, driver)?, extra);
         }
         Command::State { id } => commands::state::state(&ctx, &id)?,
@@ -648,29 +610,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         } => commands::ps::ps(&ctx, &id, format, &ps_args)?,
         Command::Pause { id } => commands::pause::pause(&ctx, &id)?,
         Command::Resume { id } => commands::pause::resume(&ctx, &id)?,
-        Command::Update(a) => {
-            let flags = commands::update::UpdateFlags {
-                memory: a.memory,
-                memory_swap: a.memory_swap,
-                memory_reservation: a.memory_reservation,
-                pids_limit: a.pids_limit,
-                cpu_quota: a.cpu_quota,
-                cpu_period: a.cpu_period,
-                cpu_shares: a.cpu_shares,
-                cpu_rt_period: a.cpu_rt_period,
-                cpu_rt_runtime: a.cpu_rt_runtime,
-                cpuset_cpus: a.cpuset_cpus,
-                cpuset_mems: a.cpuset_mems,
-            };
-            let resources_given = a.resources.is_some()
-                || commands::update::apply_flags(Default::default(), &flags) != Default::default();
-            if a.egress_allow.is_none() || resources_given {
-                commands::update::update(&ctx, &a.id, a.resources.as_deref(), &flags)?;
-            }
-            if let Some(list) = &a.egress_allow {
-                commands::update::egress(&ctx, &a.id, list)?;
-            }
-        }
+        Command::Update(a) => update_verb(&ctx, &a)?,
         Command::Events {
             stats,
             interval,
@@ -684,6 +624,94 @@ fn dispatch(cli: Cli) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// The verbs' context (state layout, policy, faults) and where the policy came from; refuses an
+/// untrusted state root, and an unusable policy file for verbs that start or widen a container.
+fn build_context(cli: &Cli) -> Result<(Context, Option<PathBuf>)> {
+    // root's rloxsc acts on state (pids, cgroup paths, bundles) it reads from --root: only a root
+    // could have written it
+    // SAFETY: geteuid has no preconditions
+    if unsafe { libc::geteuid() } == 0
+        && cli.command.as_ref().is_some_and(|c| c.traits().uses_state)
+    {
+        crate::trust::require_root_only(&cli.root, "state root")?;
+    }
+    // an invalid or unreadable policy file refuses everything that starts or widens a container;
+    // inspecting and cleaning up existing containers stays possible
+    let (policy, policy_source) = match crate::policy_file::load(cli.policy.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            if cli.command.as_ref().is_none_or(|c| c.traits().widens) {
+                return Err(e.context("refusing to run anything until the policy file is fixed"));
+            }
+            tracing::warn!("{e:#}; using the built-in policy for this cleanup verb");
+            (Policy::default(), None)
+        }
+    };
+    let ctx = Context {
+        layout: Layout::new(&cli.root),
+        policy,
+        faults: Faults::from_env(),
+    };
+    Ok((ctx, policy_source))
+}
+
+/// `run`'s own options (`--output`, `--timeout`, `--record`, `--keep`), parsed.
+fn run_options(
+    output: Option<String>,
+    timeout: Option<String>,
+    record: Option<PathBuf>,
+    keep: bool,
+) -> Result<commands::run::RunOptions> {
+    Ok(commands::run::RunOptions {
+        output: output
+            .as_deref()
+            .map(|v| {
+                crate::limits::rules::parse_size(v)
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| anyhow::anyhow!("invalid --output {v:?} (e.g. 1M)"))
+            })
+            .transpose()?,
+        timeout: timeout
+            .as_deref()
+            .map(crate::duration::parse_duration)
+            .transpose()?,
+        record,
+        keep,
+    })
+}
+
+/// `update`: applies the resource flags (or `--resources`) unless only `--egress-allow` is given,
+/// then the egress allow list.
+fn update_verb(ctx: &Context, a: &UpdateArgs) -> Result<()> {
+    let flags = update_flags(a);
+    let resources_given = a.resources.is_some()
+        || commands::update::apply_flags(Default::default(), &flags) != Default::default();
+    if a.egress_allow.is_none() || resources_given {
+        commands::update::update(ctx, &a.id, a.resources.as_deref(), &flags)?;
+    }
+    if let Some(list) = &a.egress_allow {
+        commands::update::egress(ctx, &a.id, list)?;
+    }
+    Ok(())
+}
+
+/// The resource flags of `update` (runc's `--memory`, `--cpu-quota` and so on).
+fn update_flags(a: &UpdateArgs) -> commands::update::UpdateFlags {
+    commands::update::UpdateFlags {
+        memory: a.memory,
+        memory_swap: a.memory_swap,
+        memory_reservation: a.memory_reservation,
+        pids_limit: a.pids_limit,
+        cpu_quota: a.cpu_quota,
+        cpu_period: a.cpu_period,
+        cpu_shares: a.cpu_shares,
+        cpu_rt_period: a.cpu_rt_period,
+        cpu_rt_runtime: a.cpu_rt_runtime,
+        cpuset_cpus: a.cpuset_cpus.clone(),
+        cpuset_mems: a.cpuset_mems.clone(),
+    }
 }
 
 fn create_options(

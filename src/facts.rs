@@ -168,6 +168,41 @@ pub fn gather(
     runtime_root: &Path,
     writable: &[crate::policy::WritablePath],
 ) -> Result<HostFacts> {
+    let rootfs = checked_rootfs(spec, bundle)?;
+    let host_namespaces = host_namespace_ids();
+    let joined = joined_namespace_facts(spec);
+    let symlinked_destinations = symlinked_destinations(&rootfs);
+    let canonical_sources = canonical_bind_sources(spec, bundle);
+    let image_home = image_home_when_unset(spec, &rootfs);
+    let runtime_binaries = runtime_binaries();
+    let candidates = writable_candidates(spec, writable, image_home.as_ref());
+    let (image_dirs, symlinked_writable) = classify_writable_candidates(&rootfs, candidates);
+    Ok(HostFacts {
+        image_dirs,
+        symlinked_writable,
+        userns_base: None,
+        userns_taken: vec![],
+        runtime_binaries,
+        image_home,
+        host_namespaces,
+        namespace_paths: joined.paths,
+        namespace_owners: joined.owners,
+        namespace_types: joined.types,
+        canonical_sources,
+        symlinked_destinations,
+        rootfs,
+        has_cgroup_namespace: Path::new("/proc/self/ns/cgroup").exists(),
+        cgroup_v1_hierarchies: cgroup_v1_hierarchies(),
+        // the caller's choice, set by create once it is known to be usable here
+        cgroup_driver: Default::default(),
+        runtime_root: std::fs::canonicalize(runtime_root)
+            .unwrap_or_else(|_| runtime_root.to_path_buf()),
+    })
+}
+
+/// The spec's rootfs (relative to `bundle` unless absolute), refused unless it is a real
+/// directory, canonicalized.
+fn checked_rootfs(spec: &Spec, bundle: &Path) -> Result<PathBuf> {
     let root = spec.root().as_ref().context("config.json has no root")?;
     let rootfs_given = if root.path().is_absolute() {
         root.path().clone()
@@ -195,15 +230,33 @@ pub fn gather(
             keys::ROOTFS
         );
     }
-    let rootfs = std::fs::canonicalize(&rootfs_given)
-        .with_context(|| format!("cannot resolve rootfs {}", rootfs_given.display()))?;
+    std::fs::canonicalize(&rootfs_given)
+        .with_context(|| format!("cannot resolve rootfs {}", rootfs_given.display()))
+}
 
+/// (device, inode) of each of the runtime's own namespaces that `/proc/self/ns` shows.
+fn host_namespace_ids() -> HashMap<LinuxNamespaceType, (u64, u64)> {
     let mut host_namespaces = HashMap::new();
     for t in ALL_NAMESPACES {
         if let Some(id) = ns_id(&Path::new("/proc/self/ns").join(ns_file(t))) {
             host_namespaces.insert(t, id);
         }
     }
+    host_namespaces
+}
+
+/// What [`joined_namespace_facts`] learns about the namespace paths a spec asks to join.
+struct JoinedNamespaces {
+    /// (device, inode) of each path, and of each owning user namespace's path.
+    paths: HashMap<PathBuf, (u64, u64)>,
+    /// The owning user namespace of each non-user namespace path.
+    owners: HashMap<PathBuf, crate::harden::NamespaceOwner>,
+    /// The namespace type each path really is.
+    types: HashMap<PathBuf, Option<LinuxNamespaceType>>,
+}
+
+/// Inodes, types and owners of the namespace paths in the spec's `linux.namespaces`.
+fn joined_namespace_facts(spec: &Spec) -> JoinedNamespaces {
     let mut namespace_paths = HashMap::new();
     let mut namespace_owners = HashMap::new();
     let mut namespace_types = HashMap::new();
@@ -227,16 +280,30 @@ pub fn gather(
             }
         }
     }
+    JoinedNamespaces {
+        paths: namespace_paths,
+        owners: namespace_owners,
+        types: namespace_types,
+    }
+}
 
-    let mut canonical_sources = HashMap::new();
+/// The first symlink (if any) on the way to each symlink-sensitive destination in the image,
+/// without duplicates.
+fn symlinked_destinations(rootfs: &Path) -> Vec<PathBuf> {
     let mut symlinked_destinations = Vec::new();
     for d in SYMLINK_SENSITIVE_DESTINATIONS {
-        if let Some(s) = first_symlink_in(&rootfs, Path::new(d)) {
+        if let Some(s) = first_symlink_in(rootfs, Path::new(d)) {
             if !symlinked_destinations.contains(&s) {
                 symlinked_destinations.push(s);
             }
         }
     }
+    symlinked_destinations
+}
+
+/// The canonical host path of each bind mount's source that resolves, keyed by the source as given.
+fn canonical_bind_sources(spec: &Spec, bundle: &Path) -> HashMap<PathBuf, PathBuf> {
+    let mut canonical_sources = HashMap::new();
     // (only a bind's source is a path: "proc" or "tmpfs" names a filesystem, and looking it up in
     // the bundle would cost a path walk each)
     for m in spec
@@ -258,10 +325,12 @@ pub fn gather(
             }
         }
     }
+    canonical_sources
+}
 
-    // HOME, when the spec gives none: from the image's passwd file, read here from outside
-    let image_home = spec
-        .process()
+/// HOME, when the spec gives none: from the image's passwd file, read here from outside.
+fn image_home_when_unset(spec: &Spec, rootfs: &Path) -> Option<HomeLookup> {
+    spec.process()
         .as_ref()
         .filter(|p| {
             !p.env()
@@ -269,15 +338,26 @@ pub fn gather(
                 .flatten()
                 .any(|e| e.strip_prefix("HOME=").is_some_and(|v| !v.is_empty()))
         })
-        .map(|p| image_home(&rootfs, p.user().uid()));
+        .map(|p| image_home(rootfs, p.user().uid()))
+}
+
+/// The runtime's own binaries: where it was started from (canonical) and its sealed copy.
+fn runtime_binaries() -> Vec<PathBuf> {
     let mut runtime_binaries: Vec<PathBuf> = crate::exeseal::origin()
         .and_then(|p| std::fs::canonicalize(p).ok())
         .into_iter()
         .collect();
     runtime_binaries.push(PathBuf::from(crate::exeseal::SEALED_DIR).join("rloxsc"));
-    // which of the policy's writable paths (and the workdir) the image has as directories, and
-    // which it reaches through a symlink (those never get a writable tmpfs: it would land wherever
-    // the image's link points, /etc for one)
+    runtime_binaries
+}
+
+/// The policy's absolute writable paths, then the workdir and HOME (the spec's, else the image's),
+/// to be looked for in the image.
+fn writable_candidates(
+    spec: &Spec,
+    writable: &[crate::policy::WritablePath],
+    image_home: Option<&HomeLookup>,
+) -> Vec<PathBuf> {
     let cwd = spec
         .process()
         .as_ref()
@@ -290,19 +370,30 @@ pub fn gather(
         })
     });
     let home = env_home
-        .or_else(|| image_home.as_ref().map(|h| PathBuf::from(h.home())))
+        .or_else(|| image_home.map(|h| PathBuf::from(h.home())))
         .map(|h| crate::harden::filesystem::normal_abs(&h));
-    let candidates: Vec<PathBuf> = writable
+    writable
         .iter()
         .filter(|w| w.path.starts_with('/'))
         .map(|w| PathBuf::from(&w.path))
         .chain(cwd)
         .chain(home)
-        .collect();
+        .collect()
+}
+
+/// Splits `candidates` into (those the image has as directories, those it reaches through a
+/// symlink).
+fn classify_writable_candidates(
+    rootfs: &Path,
+    candidates: Vec<PathBuf>,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    // which of the policy's writable paths (and the workdir) the image has as directories, and
+    // which it reaches through a symlink (those never get a writable tmpfs: it would land wherever
+    // the image's link points, /etc for one)
     let mut image_dirs = Vec::new();
     let mut symlinked_writable = Vec::new();
     for p in candidates {
-        if first_symlink_in(&rootfs, &p).is_some() {
+        if first_symlink_in(rootfs, &p).is_some() {
             symlinked_writable.push(p);
         } else if std::fs::symlink_metadata(rootfs.join(p.strip_prefix("/").unwrap_or(&p)))
             .is_ok_and(|m| m.is_dir())
@@ -310,27 +401,7 @@ pub fn gather(
             image_dirs.push(p);
         }
     }
-    Ok(HostFacts {
-        image_dirs,
-        symlinked_writable,
-        userns_base: None,
-        userns_taken: vec![],
-        runtime_binaries,
-        image_home,
-        host_namespaces,
-        namespace_paths,
-        namespace_owners,
-        namespace_types,
-        canonical_sources,
-        symlinked_destinations,
-        rootfs,
-        has_cgroup_namespace: Path::new("/proc/self/ns/cgroup").exists(),
-        cgroup_v1_hierarchies: cgroup_v1_hierarchies(),
-        // the caller's choice, set by create once it is known to be usable here
-        cgroup_driver: Default::default(),
-        runtime_root: std::fs::canonicalize(runtime_root)
-            .unwrap_or_else(|_| runtime_root.to_path_buf()),
-    })
+    (image_dirs, symlinked_writable)
 }
 
 /// The largest `/etc/passwd` rloxsc reads in an image.

@@ -107,112 +107,12 @@ pub fn statx_attributes(path: &std::ffi::CStr, flags: i32) -> Option<(u64, u64)>
 /// followed. Absent is fine. `None` when the kernel cannot say what is a mount root (the caller then
 /// decides another way).
 pub fn remove_tree_within_mount(dir: &Path) -> Option<Result<()>> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    /// (is a directory, is a mount root), or None when statx cannot tell
-    fn probe(at: i32, name: &std::ffi::CStr) -> std::io::Result<Option<(bool, bool)>> {
-        // SAFETY: an all-zero statx is a valid buffer for the kernel to fill
-        let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-        // SAFETY: statx of a NUL-terminated name relative to a directory fd we hold
-        let rc = unsafe {
-            libc::statx(
-                at,
-                name.as_ptr(),
-                libc::AT_SYMLINK_NOFOLLOW,
-                libc::STATX_TYPE,
-                &mut stx,
-            )
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let root = libc::STATX_ATTR_MOUNT_ROOT as u64;
-        if stx.stx_attributes_mask & root == 0 {
-            return Ok(None);
-        }
-        let is_dir = u32::from(stx.stx_mode) & libc::S_IFMT == libc::S_IFDIR;
-        Ok(Some((is_dir, stx.stx_attributes & root != 0)))
-    }
-    fn open_dir(at: i32, name: &std::ffi::CStr) -> std::io::Result<OwnedFd> {
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        // SAFETY: openat of a NUL-terminated name relative to a directory fd we hold
-        let fd = unsafe { libc::openat(at, name.as_ptr(), flags) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: openat just returned this fd, which nothing else owns
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-    }
-    /// empties the directory open at `fd` (shown as `path` in errors)
-    fn empty(fd: OwnedFd, path: &Path) -> Option<Result<()>> {
-        use std::os::fd::IntoRawFd;
-        let raw = fd.as_raw_fd();
-        // the Dir owns the fd from here on (closed when it is dropped, at the end of this call)
-        let mut d = match nix::dir::Dir::from_fd(fd.into_raw_fd()) {
-            Ok(d) => d,
-            Err(e) => return Some(Err(anyhow::anyhow!("cannot read {}: {e}", path.display()))),
-        };
-        let names: Vec<std::ffi::CString> = d
-            .iter()
-            .flatten()
-            .map(|e| e.file_name().to_owned())
-            .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
-            .collect();
-        for name in names {
-            let shown = path.join(std::ffi::OsStr::from_bytes(name.as_bytes()));
-            let (is_dir, mount_root) = match probe(raw, &name) {
-                Ok(Some(p)) => p,
-                Ok(None) => return None,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    return Some(Err(anyhow::anyhow!(
-                        "cannot remove {}: {e}",
-                        shown.display()
-                    )))
-                }
-            };
-            if mount_root {
-                return Some(Err(anyhow::anyhow!(
-                    "cannot remove {}: {} is still mounted there",
-                    path.display(),
-                    shown.display()
-                )));
-            }
-            let mut flags = 0;
-            if is_dir {
-                match open_dir(raw, &name) {
-                    Ok(sub) => match empty(sub, &shown)? {
-                        Ok(()) => {}
-                        Err(e) => return Some(Err(e)),
-                    },
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                    Err(e) => {
-                        return Some(Err(anyhow::anyhow!(
-                            "cannot remove {}: {e}",
-                            shown.display()
-                        )))
-                    }
-                }
-                flags = libc::AT_REMOVEDIR;
-            }
-            // SAFETY: unlinkat of a NUL-terminated name relative to a directory fd we hold
-            if unsafe { libc::unlinkat(raw, name.as_ptr(), flags) } != 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    return Some(Err(anyhow::anyhow!(
-                        "cannot remove {}: {e}",
-                        shown.display()
-                    )));
-                }
-            }
-        }
-        Some(Ok(()))
-    }
     use std::os::unix::ffi::OsStrExt;
     let c = match std::ffi::CString::new(dir.as_os_str().as_bytes()) {
         Ok(c) => c,
         Err(e) => return Some(Err(anyhow::anyhow!("cannot remove {}: {e}", dir.display()))),
     };
-    match probe(libc::AT_FDCWD, &c) {
+    match probe_mount_root(libc::AT_FDCWD, &c) {
         Ok(None) => return None,
         Ok(Some((_, true))) => {
             return Some(Err(anyhow::anyhow!(
@@ -224,12 +124,12 @@ pub fn remove_tree_within_mount(dir: &Path) -> Option<Result<()>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Ok(())),
         Err(e) => return Some(Err(anyhow::anyhow!("cannot remove {}: {e}", dir.display()))),
     }
-    let fd = match open_dir(libc::AT_FDCWD, &c) {
+    let fd = match open_dir_at(libc::AT_FDCWD, &c) {
         Ok(fd) => fd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Ok(())),
         Err(e) => return Some(Err(anyhow::anyhow!("cannot remove {}: {e}", dir.display()))),
     };
-    match empty(fd, dir)? {
+    match empty_within_mount(fd, dir)? {
         Ok(()) => {}
         Err(e) => return Some(Err(e)),
     }
@@ -239,6 +139,122 @@ pub fn remove_tree_within_mount(dir: &Path) -> Option<Result<()>> {
         }
         _ => Some(Ok(())),
     }
+}
+
+/// (is a directory, is a mount root) of `name` under the directory fd `at` (never following a
+/// symlink), or None when statx cannot tell.
+fn probe_mount_root(at: i32, name: &std::ffi::CStr) -> std::io::Result<Option<(bool, bool)>> {
+    // SAFETY: an all-zero statx is a valid buffer for the kernel to fill
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: statx of a NUL-terminated name relative to a directory fd we hold
+    let rc = unsafe {
+        libc::statx(
+            at,
+            name.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_TYPE,
+            &mut stx,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let root = libc::STATX_ATTR_MOUNT_ROOT as u64;
+    if stx.stx_attributes_mask & root == 0 {
+        return Ok(None);
+    }
+    let is_dir = u32::from(stx.stx_mode) & libc::S_IFMT == libc::S_IFDIR;
+    Ok(Some((is_dir, stx.stx_attributes & root != 0)))
+}
+
+/// Opens the directory `name` under the directory fd `at`, refusing a symlink.
+fn open_dir_at(at: i32, name: &std::ffi::CStr) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: openat of a NUL-terminated name relative to a directory fd we hold
+    let fd = unsafe { libc::openat(at, name.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: openat just returned this fd, which nothing else owns
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Empties the directory open at `fd` (shown as `path` in errors), stopping at a mount root.
+fn empty_within_mount(fd: std::os::fd::OwnedFd, path: &Path) -> Option<Result<()>> {
+    use std::os::fd::{AsRawFd, IntoRawFd};
+    let raw = fd.as_raw_fd();
+    // the Dir owns the fd from here on (closed when it is dropped, at the end of this call)
+    let mut d = match nix::dir::Dir::from_fd(fd.into_raw_fd()) {
+        Ok(d) => d,
+        Err(e) => return Some(Err(anyhow::anyhow!("cannot read {}: {e}", path.display()))),
+    };
+    let names: Vec<std::ffi::CString> = d
+        .iter()
+        .flatten()
+        .map(|e| e.file_name().to_owned())
+        .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
+        .collect();
+    for name in names {
+        match remove_entry_within_mount(raw, &name, path)? {
+            Ok(()) => {}
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    Some(Ok(()))
+}
+
+/// Removes the entry `name` of the directory open at `raw` (shown as `path`), emptying it first
+/// when it is a directory; an entry already gone is fine.
+fn remove_entry_within_mount(raw: i32, name: &std::ffi::CStr, path: &Path) -> Option<Result<()>> {
+    use std::os::unix::ffi::OsStrExt;
+    let shown = path.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
+    let (is_dir, mount_root) = match probe_mount_root(raw, name) {
+        Ok(Some(p)) => p,
+        Ok(None) => return None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Ok(())),
+        Err(e) => {
+            return Some(Err(anyhow::anyhow!(
+                "cannot remove {}: {e}",
+                shown.display()
+            )))
+        }
+    };
+    if mount_root {
+        return Some(Err(anyhow::anyhow!(
+            "cannot remove {}: {} is still mounted there",
+            path.display(),
+            shown.display()
+        )));
+    }
+    let mut flags = 0;
+    if is_dir {
+        match open_dir_at(raw, name) {
+            Ok(sub) => match empty_within_mount(sub, &shown)? {
+                Ok(()) => {}
+                Err(e) => return Some(Err(e)),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Ok(())),
+            Err(e) => {
+                return Some(Err(anyhow::anyhow!(
+                    "cannot remove {}: {e}",
+                    shown.display()
+                )))
+            }
+        }
+        flags = libc::AT_REMOVEDIR;
+    }
+    // SAFETY: unlinkat of a NUL-terminated name relative to a directory fd we hold
+    if unsafe { libc::unlinkat(raw, name.as_ptr(), flags) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::NotFound {
+            return Some(Err(anyhow::anyhow!(
+                "cannot remove {}: {e}",
+                shown.display()
+            )));
+        }
+    }
+    Some(Ok(()))
 }
 
 /// A random 64-bit value from the kernel (for temporary names nobody can predict).

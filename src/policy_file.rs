@@ -337,65 +337,13 @@ pub fn parse(text: &str) -> Result<Policy> {
         parse_limits(l, &mut p)?;
     }
     if let Some(c) = file.capabilities.as_ref().and_then(|c| c.allowed.as_ref()) {
-        let mut caps = Vec::new();
-        for name in c {
-            let up = name.trim().to_ascii_uppercase();
-            let cap: Capability = up
-                .strip_prefix("CAP_")
-                .unwrap_or(&up)
-                .parse()
-                .map_err(|_| anyhow!("capabilities.allowed: unknown capability {name:?}"))?;
-            if FORBIDDEN_CAPABILITIES.contains(&cap) {
-                bail!("capabilities.allowed: {name} can never be granted by rloxsc");
-            }
-            if !caps.contains(&cap) {
-                caps.push(cap);
-            }
-        }
-        p.capabilities = caps;
+        p.capabilities = parse_capabilities(c)?;
     }
     if let Some(u) = &file.userns {
-        match u.mode.as_deref() {
-            None | Some("auto") => {}
-            Some("host") | Some("off") | Some("none") => bail!(
-                "userns.mode {:?} is not possible: every container's root is an unprivileged host uid of its own",
-                u.mode.as_deref().unwrap_or_default()
-            ),
-            Some(other) => bail!("userns.mode {other:?}: expected \"auto\""),
-        }
-        if let Some(pool) = &u.pool {
-            let end = pool.start + pool.blocks * crate::policy::BLOCK as u64;
-            if pool.start < crate::policy::BLOCK as u64 || pool.blocks == 0 || end > u32::MAX as u64
-            {
-                bail!("userns.pool must lie within host ids 65536..2^32 and hold at least one block of 65536 ids");
-            }
-            if pool.start % crate::policy::BLOCK as u64 != 0 {
-                bail!("userns.pool.start must be a multiple of 65536");
-            }
-            p.userns_pool = crate::policy::Pool {
-                start: pool.start as u32,
-                blocks: pool.blocks as u32,
-            };
-        }
-        if u.idmapped_volumes.is_some() {
-            bail!("userns.idmapped_volumes is no longer used: every bind is idmapped onto the owner of its directory (remove the setting)");
-        }
+        parse_userns(u, &mut p)?;
     }
-    if let Some(m) = file.network.as_ref().and_then(|n| n.mode.as_deref()) {
-        p.network = match (m, NetworkMode::parse(m)) {
-            (_, Some(mode)) => mode,
-            ("host", None) => bail!("network.mode \"host\" is not possible: every container gets its own network namespace"),
-            (other, None) => bail!("network.mode {other:?}: expected \"inbound-only\", \"loopback-only\" or \"namespace\""),
-        };
-    }
-    if let Some(list) = file.network.as_ref().and_then(|n| n.egress_allow.as_ref()) {
-        p.egress_allow = list
-            .iter()
-            .map(|e| {
-                crate::network::allow::EgressRule::parse(e)
-                    .map_err(|why| anyhow::anyhow!("{}: {why}", crate::policy::keys::EGRESS_ALLOW))
-            })
-            .collect::<Result<_>>()?;
+    if let Some(n) = &file.network {
+        parse_network(n, &mut p)?;
     }
     if let Some(w) = file.mounts.as_ref().and_then(|m| m.writable_binds) {
         p.writable_binds = w;
@@ -411,14 +359,7 @@ pub fn parse(text: &str) -> Result<Policy> {
         .as_ref()
         .and_then(|s| s.extra_syscalls.as_ref())
     {
-        for name in extra {
-            if crate::seccomp::allowlist::NEVER_ALLOWED.contains(&name.as_str()) {
-                bail!("seccomp.extra_syscalls: {name} can never be allowed by rloxsc");
-            }
-            if libseccomp::ScmpSyscall::from_name(name).is_err() {
-                bail!("seccomp.extra_syscalls: unknown syscall {name:?}");
-            }
-        }
+        check_extra_syscalls(extra)?;
         p.extra_syscalls = extra.clone();
     }
     if let Some(d) = file.records.as_ref().and_then(|r| r.dir.clone()) {
@@ -428,18 +369,108 @@ pub fn parse(text: &str) -> Result<Policy> {
         p.records_dir = Some(d);
     }
     if let Some(parent) = file.cgroups.as_ref().and_then(|c| c.parent.clone()) {
-        // no `.`/`..` (found by fuzz/: `/a/./b` was accepted, and its containers' cgroup paths were
-        // then flattened by the next hardening) and not the root (`//` trimmed to nothing)
-        let trimmed = parent.trim_end_matches('/');
-        if !parent.starts_with('/')
-            || parent.split('/').any(|c| c == ".." || c == ".")
-            || trimmed.is_empty()
-        {
-            bail!("cgroups.parent must be an absolute cgroup path below the root, like /rloxsc");
-        }
-        p.cgroup_parent = trimmed.to_string();
+        p.cgroup_parent = cgroup_parent(&parent)?;
     }
     Ok(p)
+}
+
+/// `capabilities.allowed`: known capabilities (with or without `CAP_`), none of the forbidden
+/// ones, without duplicates.
+fn parse_capabilities(allowed: &[String]) -> Result<Vec<Capability>> {
+    let mut caps = Vec::new();
+    for name in allowed {
+        let up = name.trim().to_ascii_uppercase();
+        let cap: Capability = up
+            .strip_prefix("CAP_")
+            .unwrap_or(&up)
+            .parse()
+            .map_err(|_| anyhow!("capabilities.allowed: unknown capability {name:?}"))?;
+        if FORBIDDEN_CAPABILITIES.contains(&cap) {
+            bail!("capabilities.allowed: {name} can never be granted by rloxsc");
+        }
+        if !caps.contains(&cap) {
+            caps.push(cap);
+        }
+    }
+    Ok(caps)
+}
+
+/// The `[userns]` section into `p`: only the `auto` mode, and a pool of whole blocks within
+/// 32-bit host ids.
+fn parse_userns(u: &UsernsSection, p: &mut Policy) -> Result<()> {
+    match u.mode.as_deref() {
+        None | Some("auto") => {}
+        Some("host") | Some("off") | Some("none") => bail!(
+            "userns.mode {:?} is not possible: every container's root is an unprivileged host uid of its own",
+            u.mode.as_deref().unwrap_or_default()
+        ),
+        Some(other) => bail!("userns.mode {other:?}: expected \"auto\""),
+    }
+    if let Some(pool) = &u.pool {
+        let end = pool.start + pool.blocks * crate::policy::BLOCK as u64;
+        if pool.start < crate::policy::BLOCK as u64 || pool.blocks == 0 || end > u32::MAX as u64 {
+            bail!("userns.pool must lie within host ids 65536..2^32 and hold at least one block of 65536 ids");
+        }
+        if pool.start % crate::policy::BLOCK as u64 != 0 {
+            bail!("userns.pool.start must be a multiple of 65536");
+        }
+        p.userns_pool = crate::policy::Pool {
+            start: pool.start as u32,
+            blocks: pool.blocks as u32,
+        };
+    }
+    if u.idmapped_volumes.is_some() {
+        bail!("userns.idmapped_volumes is no longer used: every bind is idmapped onto the owner of its directory (remove the setting)");
+    }
+    Ok(())
+}
+
+/// The `[network]` section into `p`: a mode other than `host`, and the egress allow list.
+fn parse_network(n: &NetworkSection, p: &mut Policy) -> Result<()> {
+    if let Some(m) = n.mode.as_deref() {
+        p.network = match (m, NetworkMode::parse(m)) {
+            (_, Some(mode)) => mode,
+            ("host", None) => bail!("network.mode \"host\" is not possible: every container gets its own network namespace"),
+            (other, None) => bail!("network.mode {other:?}: expected \"inbound-only\", \"loopback-only\" or \"namespace\""),
+        };
+    }
+    if let Some(list) = n.egress_allow.as_ref() {
+        p.egress_allow = list
+            .iter()
+            .map(|e| {
+                crate::network::allow::EgressRule::parse(e)
+                    .map_err(|why| anyhow::anyhow!("{}: {why}", crate::policy::keys::EGRESS_ALLOW))
+            })
+            .collect::<Result<_>>()?;
+    }
+    Ok(())
+}
+
+/// `seccomp.extra_syscalls`: each a syscall libseccomp knows, none of those never allowed.
+fn check_extra_syscalls(extra: &[String]) -> Result<()> {
+    for name in extra {
+        if crate::seccomp::allowlist::NEVER_ALLOWED.contains(&name.as_str()) {
+            bail!("seccomp.extra_syscalls: {name} can never be allowed by rloxsc");
+        }
+        if libseccomp::ScmpSyscall::from_name(name).is_err() {
+            bail!("seccomp.extra_syscalls: unknown syscall {name:?}");
+        }
+    }
+    Ok(())
+}
+
+/// `cgroups.parent`, checked and without trailing slashes.
+fn cgroup_parent(parent: &str) -> Result<String> {
+    // no `.`/`..` (found by fuzz/: `/a/./b` was accepted, and its containers' cgroup paths were
+    // then flattened by the next hardening) and not the root (`//` trimmed to nothing)
+    let trimmed = parent.trim_end_matches('/');
+    if !parent.starts_with('/')
+        || parent.split('/').any(|c| c == ".." || c == ".")
+        || trimmed.is_empty()
+    {
+        bail!("cgroups.parent must be an absolute cgroup path below the root, like /rloxsc");
+    }
+    Ok(trimmed.to_string())
 }
 
 /// Where the policy comes from: `--policy`, then `RLOXSC_POLICY`, then the default path.

@@ -324,54 +324,89 @@ fn cgroup_checks() -> Vec<Check> {
 
 /// Runs every check; returns 0 when all hold, 1 otherwise.
 pub fn doctor(fix: bool) -> Result<i32> {
-    let mut checks = Vec::new();
     if fix {
-        for f in crate::subids::fix()? {
-            println!(
-                "[fixed] {f}: containers:{}:{} added (Podman's userns = \"auto\")",
-                crate::subids::START,
-                crate::subids::COUNT
-            );
-        }
+        apply_subid_fixes()?;
     }
+    let mut checks = Vec::new();
+    checks.extend(rootless_check());
+    checks.push(kernel_version_check());
+    checks.extend(cgroup_checks());
+    checks.push(systemd_driver_check());
+    checks.extend(disk_bounds());
+    checks.extend(seccomp_checks());
+    checks.extend(namespace_checks());
+    checks.extend(
+        crate::kernel_features::probe_all()
+            .iter()
+            .map(feature_check),
+    );
+    checks.push(egress_filter_check());
+    checks.push(root_check());
+    checks.extend(containerd_checks());
+    checks.extend(podman_check());
+    checks.extend(subids_check());
+    Ok(print_report(&checks))
+}
+
+/// `--fix`: adds Podman's `containers` ranges to /etc/subuid and /etc/subgid, and says so.
+fn apply_subid_fixes() -> Result<()> {
+    for f in crate::subids::fix()? {
+        println!(
+            "[fixed] {f}: containers:{}:{} added (Podman's userns = \"auto\")",
+            crate::subids::START,
+            crate::subids::COUNT
+        );
+    }
+    Ok(())
+}
+
+/// A failure when rloxsc runs rootless, with the reason it would refuse.
+fn rootless_check() -> Option<Check> {
     // run as an ordinary user (or in rootless Podman's user namespace): what rloxsc would refuse
-    if let Some(why) = crate::rootless::reason() {
-        checks.push(check(
+    crate::rootless::reason().map(|why| {
+        check(
             false,
             format!("rootless: {why}"),
             crate::rootless::refusal(&why),
-        ));
-    }
+        )
+    })
+}
+
+/// Whether the running kernel is at least the oldest one rloxsc is tested on.
+fn kernel_version_check() -> Check {
     let kernel = crate::kernel_features::running_release();
     let major_minor = crate::kernel_features::running_version();
-    checks.push(check(
+    check(
         major_minor >= OLDEST_TESTED,
         format!("kernel {kernel}"),
         format!(
             "rloxsc is tested on Linux {}.{} and newer (tests/matrix); older kernels lack features it uses (below)",
             OLDEST_TESTED.0, OLDEST_TESTED.1
         ),
-    ));
-    checks.extend(cgroup_checks());
-    // the systemd cgroup driver (--systemd-cgroup): Docker's default on systemd hosts with cgroup v2
-    checks.push(
-        match crate::cgroups::placement::systemd_driver_unavailable() {
-            None => info("systemd cgroup driver (--systemd-cgroup): available"),
-            Some(why) => warn(
-                format!("systemd cgroup driver (--systemd-cgroup): not available: {why}"),
-                "clients must use the cgroupfs driver here (Docker: \"exec-opts\": [\"native.cgroupdriver=cgroupfs\"]); rloxsc refuses --systemd-cgroup",
-            ),
-        },
-    );
-    checks.extend(disk_bounds());
+    )
+}
 
+/// Whether the systemd cgroup driver is usable here (information, or a warning when it is not).
+fn systemd_driver_check() -> Check {
+    // the systemd cgroup driver (--systemd-cgroup): Docker's default on systemd hosts with cgroup v2
+    match crate::cgroups::placement::systemd_driver_unavailable() {
+        None => info("systemd cgroup driver (--systemd-cgroup): available"),
+        Some(why) => warn(
+            format!("systemd cgroup driver (--systemd-cgroup): not available: {why}"),
+            "clients must use the cgroupfs driver here (Docker: \"exec-opts\": [\"native.cgroupdriver=cgroupfs\"]); rloxsc refuses --systemd-cgroup",
+        ),
+    }
+}
+
+/// The kernel's seccomp filter actions, and the filter compiled into this binary.
+fn seccomp_checks() -> Vec<Check> {
     let actions =
         std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail").unwrap_or_default();
-    checks.push(check(
+    let mut checks = vec![check(
         actions.contains("errno") && actions.contains("kill_process"),
         "seccomp filters (errno, kill_process)",
         "a kernel with CONFIG_SECCOMP_FILTER",
-    ));
+    )];
     let filter = crate::seccomp::precompiled();
     checks.push(check(
         !filter.bpf.is_empty(),
@@ -381,6 +416,12 @@ pub fn doctor(fix: bool) -> Result<i32> {
         ),
         "rebuild rloxsc; a binary without seccomp cannot be built",
     ));
+    checks
+}
+
+/// The namespace types rloxsc unshares, and user namespaces being allowed.
+fn namespace_checks() -> Vec<Check> {
+    let mut checks = Vec::new();
     for ns in ["pid", "mnt", "net", "ipc", "uts", "cgroup"] {
         checks.push(check(
             Path::new("/proc/self/ns").join(ns).exists(),
@@ -397,28 +438,32 @@ pub fn doctor(fix: bool) -> Result<i32> {
         format!("user namespaces (user.max_user_namespaces = {max_userns})"),
         "set user.max_user_namespaces above 0: every rloxsc container's root is a host uid of its own (policy key userns.mode)",
     ));
-    checks.extend(
-        crate::kernel_features::probe_all()
-            .iter()
-            .map(feature_check),
-    );
+    checks
+}
+
+/// Whether the egress filter installs and reads back in a scratch network namespace.
+fn egress_filter_check() -> Check {
     let egress = crate::network::probe_filter();
-    checks.push(check(
+    check(
         egress.is_ok(),
         match &egress {
             Ok(()) => "the egress filter (nf_tables inet, conntrack, reject) installs and reads back in a network namespace".to_string(),
             Err(e) => format!("the egress filter cannot be installed: {e}"),
         },
         "a kernel with nf_tables (CONFIG_NF_TABLES, NF_TABLES_INET, NFT_CT, NFT_REJECT_INET) or their modules: network.mode = \"inbound-only\", the default, refuses every create without it",
-    ));
+    )
+}
+
+/// Whether doctor runs as root, as creating containers needs.
+fn root_check() -> Check {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    checks.push(check(
-        root,
-        "running as root",
-        "rloxsc creates containers as root",
-    ));
+    check(root, "running as root", "rloxsc creates containers as root")
+}
 
+/// Whether containerd's configuration names rloxsc (printing a note on its bypasses when it does).
+fn containerd_checks() -> Vec<Check> {
+    let mut checks = Vec::new();
     // containerd: BinaryName is bypassed for features and with user namespaces
     for cfg in ["/etc/containerd/config.toml"] {
         if let Ok(text) = std::fs::read_to_string(cfg) {
@@ -436,12 +481,14 @@ pub fn doctor(fix: bool) -> Result<i32> {
             }
         }
     }
+    checks
+}
 
-    checks.extend(podman_check());
-    checks.extend(subids_check());
-
+/// Prints each check with its fix or hint, then the totals; returns 0 when nothing is to fix, 1
+/// otherwise.
+fn print_report(checks: &[Check]) -> i32 {
     let mut failed = 0;
-    for c in &checks {
+    for c in checks {
         let mark = match &c.advice {
             Some(a) => a.mark,
             None if c.ok => " ok ",
@@ -470,7 +517,11 @@ pub fn doctor(fix: bool) -> Result<i32> {
             warnings
         );
     }
-    Ok(if failed == 0 { 0 } else { 1 })
+    if failed == 0 {
+        0
+    } else {
+        1
+    }
 }
 
 /// Podman's `userns = "auto"` (contrib/podman/containers.conf) takes container mappings from the

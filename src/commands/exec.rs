@@ -91,90 +91,10 @@ pub fn exec_process(
     image_root: &std::path::Path,
 ) -> Result<(Process, Vec<String>)> {
     let mut process = match &opts.process {
-        Some(p) => {
-            let data = std::fs::read(p)
-                .with_context(|| format!("cannot read process file {}", p.display()))?;
-            parse_process_file(&data)
-                .map_err(|e| anyhow!("{} is not a valid OCI process: {e}", p.display()))?
-        }
-        None => {
-            if opts.command.is_empty() {
-                bail!("exec needs a command or --process");
-            }
-            let mut p = spec
-                .process()
-                .clone()
-                .ok_or_else(|| anyhow!("the container's spec has no process"))?;
-            p.set_args(Some(opts.command.clone()));
-            p.set_terminal(Some(opts.tty));
-            if let Some(cwd) = &opts.cwd {
-                p.set_cwd(cwd.clone());
-            }
-            let mut env = p.env().clone().unwrap_or_default();
-            for kv in &opts.env {
-                let key = kv.split('=').next().unwrap_or(kv);
-                env.retain(|e| e.split('=').next() != Some(key));
-                env.push(kv.clone());
-            }
-            p.set_env(Some(env));
-            if let Some(u) = &opts.user {
-                let mut user = p.user().clone();
-                let (uid, gid) = u
-                    .split_once(':')
-                    .map(|(a, b)| (a, Some(b)))
-                    .unwrap_or((u.as_str(), None));
-                user.set_uid(
-                    uid.parse()
-                        .map_err(|_| anyhow!("--user takes uid[:gid] as numbers, got {u:?}"))?,
-                );
-                if let Some(g) = gid {
-                    user.set_gid(
-                        g.parse()
-                            .map_err(|_| anyhow!("--user takes uid[:gid] as numbers, got {u:?}"))?,
-                    );
-                }
-                p.set_user(user);
-            }
-            if !opts.additional_gids.is_empty() {
-                let mut user = p.user().clone();
-                user.set_additional_gids(Some(opts.additional_gids.clone()));
-                p.set_user(user);
-            }
-            if let Some(a) = &opts.apparmor {
-                p.set_apparmor_profile(Some(a.clone()));
-            }
-            if let Some(l) = &opts.process_label {
-                p.set_selinux_label(Some(l.clone()));
-            }
-            p
-        }
+        Some(p) => process_from_file(p)?,
+        None => process_from_flags(spec, opts)?,
     };
-
-    // --cap: only capabilities the policy allows; anything else is refused, never silently dropped
-    let allowed = policy.allowed_capabilities();
-    if !opts.caps.is_empty() {
-        let mut caps = process.capabilities().clone().unwrap_or_default();
-        for name in &opts.caps {
-            let c = parse_cap(name)?;
-            if !allowed.contains(&c) {
-                bail!("exec --cap {name} refused: CAP_{c} is not in rloxsc's capability set (policy key {})", keys::CAPABILITIES);
-            }
-            let add = |s: &Option<oci_spec::runtime::Capabilities>| {
-                let mut s = s.clone().unwrap_or_default();
-                s.insert(c);
-                Some(s)
-            };
-            let (b, e, p) = (
-                add(caps.bounding()),
-                add(caps.effective()),
-                add(caps.permitted()),
-            );
-            caps.set_bounding(b);
-            caps.set_effective(e);
-            caps.set_permitted(p);
-        }
-        process.set_capabilities(Some(caps));
-    }
+    add_cap_flags(&mut process, policy, &opts.caps)?;
 
     // the same privilege and rlimit rules as the init, through the same pure steps
     let init_rlimits = spec.process().as_ref().and_then(|p| p.rlimits().clone());
@@ -197,6 +117,103 @@ pub fn exec_process(
         bail!("exec: the process has no args");
     }
     Ok((process, changes.0.iter().map(|c| c.to_string()).collect()))
+}
+
+/// The process of `exec --process FILE`.
+fn process_from_file(path: &std::path::Path) -> Result<Process> {
+    let data = std::fs::read(path)
+        .with_context(|| format!("cannot read process file {}", path.display()))?;
+    parse_process_file(&data)
+        .map_err(|e| anyhow!("{} is not a valid OCI process: {e}", path.display()))
+}
+
+/// The process of `exec ID COMMAND...`: the init's process with runc's flags applied.
+fn process_from_flags(spec: &Spec, opts: &ExecOptions) -> Result<Process> {
+    if opts.command.is_empty() {
+        bail!("exec needs a command or --process");
+    }
+    let mut p = spec
+        .process()
+        .clone()
+        .ok_or_else(|| anyhow!("the container's spec has no process"))?;
+    p.set_args(Some(opts.command.clone()));
+    p.set_terminal(Some(opts.tty));
+    if let Some(cwd) = &opts.cwd {
+        p.set_cwd(cwd.clone());
+    }
+    let mut env = p.env().clone().unwrap_or_default();
+    for kv in &opts.env {
+        let key = kv.split('=').next().unwrap_or(kv);
+        env.retain(|e| e.split('=').next() != Some(key));
+        env.push(kv.clone());
+    }
+    p.set_env(Some(env));
+    if let Some(u) = &opts.user {
+        apply_user_flag(&mut p, u)?;
+    }
+    if !opts.additional_gids.is_empty() {
+        let mut user = p.user().clone();
+        user.set_additional_gids(Some(opts.additional_gids.clone()));
+        p.set_user(user);
+    }
+    if let Some(a) = &opts.apparmor {
+        p.set_apparmor_profile(Some(a.clone()));
+    }
+    if let Some(l) = &opts.process_label {
+        p.set_selinux_label(Some(l.clone()));
+    }
+    Ok(p)
+}
+
+/// `--user uid[:gid]` onto the process's user.
+fn apply_user_flag(p: &mut Process, u: &str) -> Result<()> {
+    let mut user = p.user().clone();
+    let (uid, gid) = u
+        .split_once(':')
+        .map(|(a, b)| (a, Some(b)))
+        .unwrap_or((u, None));
+    user.set_uid(
+        uid.parse()
+            .map_err(|_| anyhow!("--user takes uid[:gid] as numbers, got {u:?}"))?,
+    );
+    if let Some(g) = gid {
+        user.set_gid(
+            g.parse()
+                .map_err(|_| anyhow!("--user takes uid[:gid] as numbers, got {u:?}"))?,
+        );
+    }
+    p.set_user(user);
+    Ok(())
+}
+
+/// `--cap`: adds each named capability to the bounding, effective and permitted sets.
+fn add_cap_flags(process: &mut Process, policy: &Policy, names: &[String]) -> Result<()> {
+    // --cap: only capabilities the policy allows; anything else is refused, never silently dropped
+    let allowed = policy.allowed_capabilities();
+    if !names.is_empty() {
+        let mut caps = process.capabilities().clone().unwrap_or_default();
+        for name in names {
+            let c = parse_cap(name)?;
+            if !allowed.contains(&c) {
+                bail!("exec --cap {name} refused: CAP_{c} is not in rloxsc's capability set (policy key {})", keys::CAPABILITIES);
+            }
+            let add = |s: &Option<oci_spec::runtime::Capabilities>| {
+                let mut s = s.clone().unwrap_or_default();
+                s.insert(c);
+                Some(s)
+            };
+            let (b, e, p) = (
+                add(caps.bounding()),
+                add(caps.effective()),
+                add(caps.permitted()),
+            );
+            caps.set_bounding(b);
+            caps.set_effective(e);
+            caps.set_permitted(p);
+        }
+        process.set_capabilities(Some(caps));
+    }
+    Ok(())
 }
 
 /// Parses an exec `--process` file. As under runc, a process without `user` runs as uid 0, gid 0

@@ -457,89 +457,122 @@ pub fn clamp_update(
 
     out.set_pids(None);
     if let Some(p) = requested.pids().filter(|p| p.limit() != 0) {
-        let asked = p.limit();
-        let limit = if asked < 0 {
-            policy.pids.ceiling
-        } else {
-            (asked as u64).min(policy.pids.ceiling)
-        };
-        if asked < 0 || asked as u64 != limit {
-            changes.push(
-                keys::PIDS,
-                format!("update: pids limit {asked} -> {limit} (ceiling)"),
-            );
-        }
-        let mut lp = LinuxPids::default();
-        lp.set_limit(limit as i64);
-        out.set_pids(Some(lp));
+        out.set_pids(Some(pids_update(p.limit(), policy, &mut changes)));
     }
     out.set_cpu(requested.cpu().as_ref().and_then(cpu_update));
     out.set_block_io(requested.block_io().as_ref().and_then(block_io_update));
 
     let current_limit = current.memory().and_then(|m| m.limit()).filter(|&l| l > 0);
     if let Some(m) = requested.memory() {
-        let m = *m;
-        let mut mem = m;
-        let limit = match m.limit() {
-            Some(l) if l > 0 => {
-                let clamped = (l as u64).min(policy.memory_bytes.ceiling) as i64;
-                if clamped != l {
-                    changes.push(
-                        keys::MEMORY,
-                        format!("update: memory limit {l} -> {clamped} (ceiling)"),
-                    );
-                }
-                Some(clamped)
-            }
-            Some(l) if l < 0 => {
-                let c = policy.memory_bytes.ceiling as i64;
-                changes.push(
-                    keys::MEMORY,
-                    format!("update: unlimited memory -> {c} (ceiling)"),
-                );
-                Some(c)
-            }
-            _ => None, // zero or absent: unchanged
-        };
-        mem.set_limit(limit);
-        let effective = limit.or(current_limit);
-        match (m.swap(), effective) {
-            (Some(s), Some(l)) if s != 0 && s != l => {
-                changes.push(
-                    keys::MEMORY,
-                    format!("update: memory+swap {s} -> {l} (swap not above memory)"),
-                );
-                mem.set_swap(Some(l));
-            }
-            (_, Some(l)) if limit.is_some() => {
-                mem.set_swap(Some(l));
-            }
-            (Some(0), _) | (None, _) => {
-                mem.set_swap(None);
-            }
-            _ => {}
-        }
-        if mem.kernel().is_some() {
-            #[allow(deprecated)]
-            mem.set_kernel(None);
-        }
-        if mem.disable_oom_killer() == Some(true) {
-            mem.set_disable_oom_killer(Some(false));
-            changes.push(keys::MEMORY, "update: the OOM killer cannot be disabled");
-        }
-        if mem.reservation() == Some(0) {
-            mem.set_reservation(None);
-        }
-        let anything = mem.limit().is_some()
-            || mem.swap().is_some()
-            || mem.reservation().is_some()
-            || mem.swappiness().is_some()
-            || mem.disable_oom_killer().is_some()
-            || mem.use_hierarchy().is_some()
-            || mem.check_before_update().is_some();
-        out.set_memory(anything.then_some(mem));
+        out.set_memory(memory_update(*m, current_limit, policy, &mut changes));
     }
 
+    drop_widening_rules(requested, &mut out, &mut changes);
+    (out, changes.0)
+}
+
+/// The pids part of an update: a limit of `asked` (non-zero), unlimited (-1) and anything above the
+/// ceiling taken as the ceiling.
+fn pids_update(asked: i64, policy: &Policy, changes: &mut Changes) -> LinuxPids {
+    let limit = if asked < 0 {
+        policy.pids.ceiling
+    } else {
+        (asked as u64).min(policy.pids.ceiling)
+    };
+    if asked < 0 || asked as u64 != limit {
+        changes.push(
+            keys::PIDS,
+            format!("update: pids limit {asked} -> {limit} (ceiling)"),
+        );
+    }
+    let mut lp = LinuxPids::default();
+    lp.set_limit(limit as i64);
+    lp
+}
+
+/// The memory part of an update: the limit clamped, swap never above memory, the kernel limit
+/// dropped, the OOM killer kept; `None` when nothing is left to change. `current_limit`: the
+/// container's limit, for a request that leaves it as it is.
+fn memory_update(
+    m: LinuxMemory,
+    current_limit: Option<i64>,
+    policy: &Policy,
+    changes: &mut Changes,
+) -> Option<LinuxMemory> {
+    let mut mem = m;
+    let limit = memory_limit_update(m.limit(), policy, changes);
+    mem.set_limit(limit);
+    let effective = limit.or(current_limit);
+    match (m.swap(), effective) {
+        (Some(s), Some(l)) if s != 0 && s != l => {
+            changes.push(
+                keys::MEMORY,
+                format!("update: memory+swap {s} -> {l} (swap not above memory)"),
+            );
+            mem.set_swap(Some(l));
+        }
+        (_, Some(l)) if limit.is_some() => {
+            mem.set_swap(Some(l));
+        }
+        (Some(0), _) | (None, _) => {
+            mem.set_swap(None);
+        }
+        _ => {}
+    }
+    if mem.kernel().is_some() {
+        #[allow(deprecated)]
+        mem.set_kernel(None);
+    }
+    if mem.disable_oom_killer() == Some(true) {
+        mem.set_disable_oom_killer(Some(false));
+        changes.push(keys::MEMORY, "update: the OOM killer cannot be disabled");
+    }
+    if mem.reservation() == Some(0) {
+        mem.set_reservation(None);
+    }
+    let anything = mem.limit().is_some()
+        || mem.swap().is_some()
+        || mem.reservation().is_some()
+        || mem.swappiness().is_some()
+        || mem.disable_oom_killer().is_some()
+        || mem.use_hierarchy().is_some()
+        || mem.check_before_update().is_some();
+    anything.then_some(mem)
+}
+
+/// The memory limit an update asks for, clamped to the ceiling (unlimited is the ceiling); `None`
+/// for zero or absent (unchanged).
+fn memory_limit_update(asked: Option<i64>, policy: &Policy, changes: &mut Changes) -> Option<i64> {
+    match asked {
+        Some(l) if l > 0 => {
+            let clamped = (l as u64).min(policy.memory_bytes.ceiling) as i64;
+            if clamped != l {
+                changes.push(
+                    keys::MEMORY,
+                    format!("update: memory limit {l} -> {clamped} (ceiling)"),
+                );
+            }
+            Some(clamped)
+        }
+        Some(l) if l < 0 => {
+            let c = policy.memory_bytes.ceiling as i64;
+            changes.push(
+                keys::MEMORY,
+                format!("update: unlimited memory -> {c} (ceiling)"),
+            );
+            Some(c)
+        }
+        _ => None, // zero or absent: unchanged
+    }
+}
+
+/// Drops from `out` what an update could widen containment with: device rules, and raw v2 keys
+/// other than `cpu.*`, `io.*` and `hugetlb.*`.
+fn drop_widening_rules(
+    requested: &LinuxResources,
+    out: &mut LinuxResources,
+    changes: &mut Changes,
+) {
     if requested.devices().as_ref().is_some_and(|d| !d.is_empty()) {
         changes.push(
             keys::DEVICES,
@@ -557,7 +590,6 @@ pub fn clamp_update(
             );
         }
     }
-    (out, changes.0)
 }
 
 /// The cpu part of an update with its zeros and empty strings taken as unset; `None` when nothing is

@@ -48,7 +48,44 @@ pub fn spawn(
     limit_ms: u64,
     state_dir: &Path,
 ) -> Result<()> {
-    let refuse = |what: String| anyhow!("{what} (policy key {})", keys::CPU_TIME);
+    let counters = open_counters(placement)?;
+    let pidfd = open_init_pidfd(pid)?;
+    let verdict = create_verdict(state_dir)?;
+    let fds = [
+        pidfd.as_raw_fd(),
+        counters.usage.as_raw_fd(),
+        verdict.as_raw_fd(),
+        counters.procs.as_raw_fd(),
+    ];
+    let mut cmd = watchdog_command(id, limit_ms, counters.kind, fds);
+    let child = cmd
+        .spawn()
+        .map_err(|e| refuse(format!("cannot start the CPU-time watchdog: {e}")))?;
+    tracing::debug!(
+        "cpu-time watchdog {} for init {pid}: {limit_ms} ms of CPU",
+        child.id()
+    );
+    Ok(())
+}
+
+/// A refusal of the create for `what`, naming the policy key.
+fn refuse(what: String) -> anyhow::Error {
+    anyhow!("{what} (policy key {})", keys::CPU_TIME)
+}
+
+/// The cgroup files the watchdog reads, open.
+struct Counters {
+    /// The usage file (`cpuacct.usage` or `cpu.stat`).
+    usage: File,
+    /// How `usage` counts.
+    kind: Usage,
+    /// The cgroup's `cgroup.procs`.
+    procs: File,
+}
+
+/// Opens the container's CPU usage file (v1 when the cpuacct hierarchy has it, else v2) and its
+/// `cgroup.procs`, and reads the usage once to know it can.
+fn open_counters(placement: &Placement) -> Result<Counters> {
     let v1 = placement.v1_dir("cpuacct").join("cpuacct.usage");
     let (path, kind) = if v1.exists() {
         (v1, Usage::V1Nanos)
@@ -74,6 +111,11 @@ pub fn spawn(
             path.display()
         ))
     })?;
+    Ok(Counters { usage, kind, procs })
+}
+
+/// A pidfd of the container's init `pid`.
+fn open_init_pidfd(pid: i32) -> Result<OwnedFd> {
     // SAFETY: pidfd_open(2) with a pid and no flags; the result is checked and owned below
     let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if raw < 0 {
@@ -83,20 +125,28 @@ pub fn spawn(
         )));
     }
     // SAFETY: a descriptor pidfd_open just returned, owned by nothing else
-    let pidfd = unsafe { OwnedFd::from_raw_fd(raw as RawFd) };
+    Ok(unsafe { OwnedFd::from_raw_fd(raw as RawFd) })
+}
+
+/// Creates (or truncates) the verdict file in the container's state directory.
+fn create_verdict(state_dir: &Path) -> Result<File> {
     let verdict_path = state_dir.join(VERDICT);
-    let verdict = std::fs::OpenOptions::new()
+    std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .open(&verdict_path)
-        .with_context(|| format!("cannot create {}", verdict_path.display()))?;
-    let fds = [
-        pidfd.as_raw_fd(),
-        usage.as_raw_fd(),
-        verdict.as_raw_fd(),
-        procs.as_raw_fd(),
-    ];
+        .with_context(|| format!("cannot create {}", verdict_path.display()))
+}
+
+/// The watchdog's command: rloxsc as [`WATCH_ARG`], with `fds` (pidfd, usage, verdict, procs)
+/// placed at 3 to 6 in a session of its own, nothing else inherited.
+fn watchdog_command(
+    id: &str,
+    limit_ms: u64,
+    kind: Usage,
+    fds: [RawFd; 4],
+) -> std::process::Command {
     let ncpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut cmd = std::process::Command::new("/proc/self/exe");
     cmd.arg0("rloxsc-cpu-watch")
@@ -137,14 +187,7 @@ pub fn spawn(
             Ok(())
         });
     }
-    let child = cmd
-        .spawn()
-        .map_err(|e| refuse(format!("cannot start the CPU-time watchdog: {e}")))?;
-    tracing::debug!(
-        "cpu-time watchdog {} for init {pid}: {limit_ms} ms of CPU",
-        child.id()
-    );
-    Ok(())
+    cmd
 }
 
 /// Whether the container's CPU time ran out (its watchdog killed it), from the verdict file.

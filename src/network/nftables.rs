@@ -374,6 +374,20 @@ pub fn install(rules: &[Vec<Expr>], mode: Mode) -> Result<()> {
 /// Reads rloxsc's table in the current network namespace back: `None` when there is none.
 pub fn read() -> Result<Option<Installed>> {
     let sock = Socket::open(NETLINK_NETFILTER).context("nf_tables")?;
+    let Some(table_flags) = read_table_flags(&sock)? else {
+        return Ok(None);
+    };
+    let chain = read_chain(&sock)?;
+    let rules = read_rules(&sock)?;
+    Ok(Some(Installed {
+        table_flags,
+        chain,
+        rules,
+    }))
+}
+
+/// The flags of rloxsc's table, `None` when there is no such table.
+fn read_table_flags(sock: &Socket) -> Result<Option<u32>> {
     let mut flags = None;
     let get = netlink::message(
         nft_type(MSG_GETTABLE),
@@ -381,7 +395,7 @@ pub fn read() -> Result<Option<Installed>> {
         1,
         &body(Attrs::new().put_str(TABLE_NAME, TABLE)),
     );
-    match netlink::request(&sock, &get, 1, |typ, b| {
+    match netlink::request(sock, &get, 1, |typ, b| {
         if typ == nft_type(MSG_NEWTABLE) {
             flags = Some(be32(attr(&b[4..], TABLE_FLAGS)));
         }
@@ -390,9 +404,11 @@ pub fn read() -> Result<Option<Installed>> {
         Err(e) if is_enoent(&e) => return Ok(None),
         Err(e) => return Err(e.context("nf_tables: reading the table")),
     }
-    let Some(table_flags) = flags else {
-        return Ok(None);
-    };
+    Ok(flags)
+}
+
+/// The hook, priority, policy and type of rloxsc's chain, `None` when there is no such chain.
+fn read_chain(sock: &Socket) -> Result<Option<(u32, i32, i32, String)>> {
     let mut chain = None;
     let get = netlink::message(
         nft_type(MSG_GETCHAIN),
@@ -404,7 +420,7 @@ pub fn read() -> Result<Option<Installed>> {
                 .put_str(CHAIN_NAME, CHAIN),
         ),
     );
-    match netlink::request(&sock, &get, 2, |typ, b| {
+    match netlink::request(sock, &get, 2, |typ, b| {
         if typ == nft_type(MSG_NEWCHAIN) {
             let a = &b[4..];
             let hook = attr(a, CHAIN_HOOK).unwrap_or(&[]);
@@ -412,13 +428,7 @@ pub fn read() -> Result<Option<Installed>> {
                 be32(attr(hook, HOOK_HOOKNUM)),
                 be32(attr(hook, HOOK_PRIORITY)) as i32,
                 be32(attr(a, CHAIN_POLICY)) as i32,
-                attr(a, CHAIN_TYPE)
-                    .map(|t| {
-                        String::from_utf8_lossy(t)
-                            .trim_end_matches('\0')
-                            .to_string()
-                    })
-                    .unwrap_or_default(),
+                attr(a, CHAIN_TYPE).map(nul_trimmed).unwrap_or_default(),
             ));
         }
     }) {
@@ -426,6 +436,11 @@ pub fn read() -> Result<Option<Installed>> {
         Err(e) if is_enoent(&e) => {}
         Err(e) => return Err(e.context("nf_tables: reading the chain")),
     }
+    Ok(chain)
+}
+
+/// The rules of rloxsc's chain, in order, each as its expressions.
+fn read_rules(sock: &Socket) -> Result<Vec<Vec<ReadExpr>>> {
     let mut rules = Vec::new();
     let dump = netlink::message(
         nft_type(MSG_GETRULE),
@@ -437,7 +452,7 @@ pub fn read() -> Result<Option<Installed>> {
                 .put_str(RULE_CHAIN, CHAIN),
         ),
     );
-    netlink::request(&sock, &dump, 3, |typ, b| {
+    netlink::request(sock, &dump, 3, |typ, b| {
         if typ != nft_type(MSG_NEWRULE) || b.len() < 4 {
             return;
         }
@@ -448,32 +463,32 @@ pub fn read() -> Result<Option<Installed>> {
         if !named(RULE_TABLE, TABLE) || !named(RULE_CHAIN, CHAIN) {
             return;
         }
-        let exprs = attr(a, RULE_EXPRESSIONS).unwrap_or(&[]);
-        rules.push(
-            parse_attrs(exprs)
-                .into_iter()
-                .map(|(_, e)| ReadExpr {
-                    name: attr(e, EXPR_NAME)
-                        .map(|n| {
-                            String::from_utf8_lossy(n)
-                                .trim_end_matches('\0')
-                                .to_string()
-                        })
-                        .unwrap_or_default(),
-                    attrs: parse_attrs(attr(e, EXPR_DATA).unwrap_or(&[]))
-                        .into_iter()
-                        .map(|(t, d)| (t, d.to_vec()))
-                        .collect(),
-                })
-                .collect(),
-        );
+        rules.push(rule_expressions(attr(a, RULE_EXPRESSIONS).unwrap_or(&[])));
     })
     .context("nf_tables: reading the rules")?;
-    Ok(Some(Installed {
-        table_flags,
-        chain,
-        rules,
-    }))
+    Ok(rules)
+}
+
+/// The expressions of one rule read back (its `RULE_EXPRESSIONS` attribute), each with its name and
+/// raw data attributes.
+fn rule_expressions(exprs: &[u8]) -> Vec<ReadExpr> {
+    parse_attrs(exprs)
+        .into_iter()
+        .map(|(_, e)| ReadExpr {
+            name: attr(e, EXPR_NAME).map(nul_trimmed).unwrap_or_default(),
+            attrs: parse_attrs(attr(e, EXPR_DATA).unwrap_or(&[]))
+                .into_iter()
+                .map(|(t, d)| (t, d.to_vec()))
+                .collect(),
+        })
+        .collect()
+}
+
+/// A netlink string attribute as a `String`, without its trailing NULs.
+fn nul_trimmed(t: &[u8]) -> String {
+    String::from_utf8_lossy(t)
+        .trim_end_matches('\0')
+        .to_string()
 }
 
 fn be32(a: Option<&[u8]>) -> u32 {

@@ -193,15 +193,63 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
         .iter()
         .map(|t| (*t, ns_id(&proc_dir.join("ns").join(ns_file(*t)))))
         .collect();
-    let interfaces = process.as_ref().map_err(Clone::clone).and_then(|p| {
-        p.dev_status()
-            .map(|d| crate::network::mark_inert(pid, d.into_keys().collect()))
-            .map_err(|e| format!("/proc/{pid}/net/dev: {e}"))
-    });
+    let interfaces = observe_interfaces(pid, &process);
     let mounts: Result<Vec<MountLine>, String> = crate::mountinfo::of_pid(pid)
         .map(|m| m.into_iter().map(MountLine::from).collect())
         .map_err(|e| format!("{e:#}"));
-    let rlimits = process.as_ref().map_err(Clone::clone).and_then(|p| {
+    let rlimits = observe_rlimits(pid, &process);
+    let existing_paths = observe_existing_paths(&proc_dir, &probe.paths);
+    let cgroups = observe_cgroups(pid, &status);
+    let id_maps = read_text(&proc_dir.join("uid_map")).and_then(|u| {
+        read_text(&proc_dir.join("gid_map")).map(|g| (parse_id_map(&u), parse_id_map(&g)))
+    });
+    let oom_score_adj = read_text(&proc_dir.join("oom_score_adj")).and_then(|t| {
+        t.trim()
+            .parse::<i32>()
+            .map_err(|e| format!("/proc/{pid}/oom_score_adj: {e}"))
+    });
+    let store = observe_store_facts(&mounts, probe);
+    Observation {
+        pid,
+        id_maps,
+        store,
+        oom_score_adj,
+        status,
+        namespaces,
+        exe: crate::exeseal::sealing_of(&proc_dir.join("exe")),
+        egress_filter: (probe.egress_filter
+            && interfaces
+                .as_ref()
+                .map_or(true, |i| crate::network::needs_filter(i)))
+        .then(|| crate::network::observe_filter(pid)),
+        interfaces,
+        mounts,
+        existing_paths,
+        rlimits,
+        cgroup: cgroups.cgroup,
+        devices_list: cgroups.devices_list,
+        cgroup_processes: cgroups.processes,
+    }
+}
+
+/// The interfaces of the network namespace of process `pid` (inert ones marked).
+fn observe_interfaces(
+    pid: i32,
+    process: &Result<procfs::process::Process, String>,
+) -> Result<Vec<String>, String> {
+    process.as_ref().map_err(Clone::clone).and_then(|p| {
+        p.dev_status()
+            .map(|d| crate::network::mark_inert(pid, d.into_keys().collect()))
+            .map_err(|e| format!("/proc/{pid}/net/dev: {e}"))
+    })
+}
+
+/// The rlimits of process `pid` that verification judges.
+fn observe_rlimits(
+    pid: i32,
+    process: &Result<procfs::process::Process, String>,
+) -> Result<RlimitFacts, String> {
+    process.as_ref().map_err(Clone::clone).and_then(|p| {
         p.limits()
             .map(|l| RlimitFacts {
                 nofile: limit_pair(&l.max_open_files),
@@ -211,9 +259,12 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
                 fsize: limit_pair(&l.max_file_size),
             })
             .map_err(|e| format!("/proc/{pid}/limits: {e}"))
-    });
-    let existing_paths = probe
-        .paths
+    })
+}
+
+/// Which of the probed `paths` exist in the root of the process at `proc_dir`.
+fn observe_existing_paths(proc_dir: &Path, paths: &[String]) -> std::collections::BTreeSet<String> {
+    paths
         .iter()
         .filter(|p| {
             proc_dir
@@ -222,7 +273,22 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
                 .exists()
         })
         .cloned()
-        .collect();
+        .collect()
+}
+
+/// What [`observe_cgroups`] reads from a process's cgroup.
+struct CgroupObservation {
+    /// Its cgroup limit files.
+    cgroup: Result<CgroupFacts, String>,
+    /// The v1 `devices.list` of its device cgroup (absent on v2).
+    devices_list: Option<String>,
+    /// Every process in the cgroup, with its seccomp status.
+    processes: Vec<ProcessSeccomp>,
+}
+
+/// The cgroup of process `pid`: its limit files, v1 device list and processes (`status`: the one
+/// of `pid` itself, already read).
+fn observe_cgroups(pid: i32, status: &Result<StatusFacts, String>) -> CgroupObservation {
     let cgroups = crate::cgroups::ProcessCgroups::of(pid);
     let cgroup = match &cgroups {
         Some(cg) => Ok(observe_cgroup(cg)),
@@ -232,7 +298,7 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
         .as_ref()
         .and_then(|cg| cg.v1_dir("devices"))
         .and_then(|d| crate::fsutil::read_small_string(d.join("devices.list")).ok());
-    let cgroup_processes = cgroups
+    let processes = cgroups
         .as_ref()
         .and_then(|cg| cg.procs_dir())
         .map(|d| crate::cgroups::procs_in(&d))
@@ -248,15 +314,19 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
             },
         })
         .collect();
-    let id_maps = read_text(&proc_dir.join("uid_map")).and_then(|u| {
-        read_text(&proc_dir.join("gid_map")).map(|g| (parse_id_map(&u), parse_id_map(&g)))
-    });
-    let oom_score_adj = read_text(&proc_dir.join("oom_score_adj")).and_then(|t| {
-        t.trim()
-            .parse::<i32>()
-            .map_err(|e| format!("/proc/{pid}/oom_score_adj: {e}"))
-    });
-    let store: Result<StoreFacts, String> = match &mounts {
+    CgroupObservation {
+        cgroup,
+        devices_list,
+        processes,
+    }
+}
+
+/// The container's store as its `mounts` show it, with the disk bound the probe asks about.
+fn observe_store_facts(
+    mounts: &Result<Vec<MountLine>, String>,
+    probe: &Probe,
+) -> Result<StoreFacts, String> {
+    match mounts {
         Ok(m) => {
             let seen = observe_store(m);
             let disk = probe
@@ -277,27 +347,6 @@ pub fn observe(pid: i32, probe: &Probe) -> Observation {
             })
         }
         Err(e) => Err(e.clone()),
-    };
-    Observation {
-        pid,
-        id_maps,
-        store,
-        oom_score_adj,
-        status,
-        namespaces,
-        exe: crate::exeseal::sealing_of(&proc_dir.join("exe")),
-        egress_filter: (probe.egress_filter
-            && interfaces
-                .as_ref()
-                .map_or(true, |i| crate::network::needs_filter(i)))
-        .then(|| crate::network::observe_filter(pid)),
-        interfaces,
-        mounts,
-        existing_paths,
-        rlimits,
-        cgroup,
-        devices_list,
-        cgroup_processes,
     }
 }
 
