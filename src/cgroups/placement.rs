@@ -301,9 +301,13 @@ impl Placement {
         })
     }
 
-    /// SIGKILLs every process of the cgroup until it holds none (bounded).
+    /// SIGKILLs every process of the cgroup until it holds none (bounded). After the first round the
+    /// cgroup is thawed: a frozen (paused) process takes its SIGKILL only once it runs again (v1's
+    /// freezer holds it; runc thaws too), so a `delete --force` of a paused container would wait
+    /// out the whole bound and leave the cgroup behind.
     pub fn kill_all(&self) {
         let until = Instant::now() + STEP_LIMIT;
+        let mut thawed = false;
         loop {
             let pids = self.procs();
             if pids.is_empty() || Instant::now() >= until {
@@ -315,8 +319,43 @@ impl Placement {
                     nix::sys::signal::Signal::SIGKILL,
                 );
             }
+            if !thawed {
+                self.thaw();
+                thawed = true;
+            }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// Thaws the cgroup where it is frozen (v1 `freezer.state`, v2 `cgroup.freeze`); a cgroup that
+    /// is not frozen, or has no freezer, is left as it is.
+    fn thaw(&self) {
+        let v1 = self.v1_dir("freezer").join("freezer.state");
+        let v2 = self.v2_dir().join("cgroup.freeze");
+        for (file, thawed) in [(v1, "THAWED"), (v2, "0")] {
+            let frozen = crate::fsutil::read_small_string(&file).is_ok_and(|s| s.trim() != thawed);
+            if frozen {
+                if let Err(e) = std::fs::write(&file, thawed) {
+                    tracing::warn!("cannot thaw {}: {e}", file.display());
+                }
+            }
+        }
+    }
+
+    /// The cgroup's directory in every hierarchy that has it (each v1 hierarchy, the v2 tree), each
+    /// once (v1's `cpu` and `cpuacct` are symlinks to `cpu,cpuacct`).
+    fn dirs(&self) -> Vec<PathBuf> {
+        let Ok(rd) = std::fs::read_dir(ROOT) else {
+            return vec![];
+        };
+        let mut dirs: Vec<PathBuf> = rd
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| self.below(&e.path()))
+            .collect();
+        dirs.push(self.v2_dir());
+        dirs.retain(|d| d.join("cgroup.procs").exists());
+        dirs
     }
 
     /// Removes the cgroup (its processes killed first; under systemd its unit stopped), bounded in
@@ -325,15 +364,34 @@ impl Placement {
         use libcgroups::common::CgroupManager;
         // gone already (libcontainer's delete removed it): nothing to open under cgroupfs; a
         // systemd unit may outlive its cgroup, so that driver still asks systemd below
-        if self.driver == Driver::Cgroupfs && !self.exists() {
-            return Ok(());
+        // under cgroupfs, an emptied cgroup is removed with one rmdir per hierarchy; the manager
+        // below is for what that leaves (a process still exiting) and for systemd's units
+        if self.driver == Driver::Cgroupfs {
+            let dirs = self.dirs();
+            if dirs.is_empty() {
+                return Ok(());
+            }
+            self.kill_all();
+            if remove_dirs(&dirs) {
+                return Ok(());
+            }
         }
         let manager = self.manager(id);
         let until = Instant::now() + STEP_LIMIT;
         while self.exists() {
             if Instant::now() >= until {
+                let procs = self.procs();
+                let why = if procs.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ": it still holds {} process(es) after SIGKILL (pid {})",
+                        procs.len(),
+                        procs[0]
+                    )
+                };
                 bail!(
-                    "the cgroup {} of container {id:?} could not be removed",
+                    "the cgroup {} of container {id:?} could not be removed{why}",
                     self.rel().display()
                 );
             }
@@ -350,6 +408,47 @@ impl Placement {
             let _ = m.remove();
         }
         Ok(())
+    }
+}
+
+/// Removes a cgroup's (emptied) directories `dirs` with one `rmdir` each, and the cgroups the
+/// container made below its own (a nested runtime, systemd inside) deepest first: what libcgroups'
+/// manager does, without building one (it reads the host's mount table and each hierarchy's
+/// state). True when none is left.
+fn remove_dirs(dirs: &[PathBuf]) -> bool {
+    let mut all = true;
+    for d in dirs {
+        if let Err(e) = remove_cgroup_tree(d, 0) {
+            tracing::debug!("cgroup {}: {e}", d.display());
+            all = false;
+        }
+    }
+    all
+}
+
+/// How deep below a container's cgroup its own cgroups are removed (a nesting deeper than this is
+/// left to libcgroups' manager, which reports what it cannot remove).
+const MAX_NESTING: usize = 32;
+
+/// Removes cgroup directory `dir` and every cgroup below it, deepest first (a cgroup directory holds
+/// only the kernel's files and its child cgroups: `rmdir` of an empty one succeeds). A cgroup that is
+/// gone already counts as removed.
+fn remove_cgroup_tree(dir: &Path, depth: usize) -> std::io::Result<()> {
+    match std::fs::remove_dir(dir) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.raw_os_error() != Some(libc::EBUSY) || depth >= MAX_NESTING => return Err(e),
+        Err(_) => {}
+    }
+    // busy: child cgroups (or processes, which the remove then reports)
+    for e in std::fs::read_dir(dir)?.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_cgroup_tree(&e.path(), depth + 1)?;
+        }
+    }
+    match std::fs::remove_dir(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 
