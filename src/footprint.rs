@@ -70,7 +70,12 @@ impl Ledger {
 /// The cgroup of container `id`: from its ledger, else (a create killed before it recorded one)
 /// from its hardened spec, managed by cgroupfs.
 pub fn placement(layout: &Layout, id: &str) -> Option<Placement> {
-    Footprint::load(layout, id).ledger.placement().or_else(|| {
+    placement_in(&Footprint::load(layout, id).ledger, layout, id)
+}
+
+/// The cgroup of container `id` as [`placement`] finds it, from its ledger already read.
+fn placement_in(ledger: &Ledger, layout: &Layout, id: &str) -> Option<Placement> {
+    ledger.placement().or_else(|| {
         layout
             .read_spec(id)
             .ok()
@@ -190,7 +195,7 @@ pub fn release(layout: &Layout, id: &str) -> Vec<String> {
     let mut left = Vec::new();
     let fp = Footprint::load(layout, id);
     let l = &fp.ledger;
-    let cgroup = placement(layout, id);
+    let cgroup = placement_in(l, layout, id);
 
     // 1. nothing of the container runs any more (a create libcontainer finished left no process
     // outside the cgroup: only an unfinished one needs the hunt through every process of the host)
@@ -204,16 +209,21 @@ pub fn release(layout: &Layout, id: &str) -> Vec<String> {
     if let Some(h) = &l.host_view {
         crate::rootfs::hostview::detach(&h.rootfs, &h.tag);
     }
-    // 4. libcontainer's state (poststop hooks) and the cgroups
+    // 4. libcontainer's state (poststop hooks) and the cgroups: libcontainer's own delete only where
+    // it has something to do that rloxsc does not (poststop hooks, Intel RDT) or the cgroup is not
+    // known here; otherwise the cgroup is removed below and the state directory with it, without
+    // loading its config twice and building a cgroup manager over the host's mount table
     let dir = layout.container_dir(id);
     if dir.join("state.json").exists() {
         match libcontainer::container::Container::load(dir.clone()) {
             Ok(mut c) => {
-                if let Err(e) = c.delete(true) {
-                    tracing::warn!(
-                        "container {id}: libcontainer could not delete it ({}); removing its cgroup and state directly",
-                        crate::errors::error_chain(&e)
-                    );
+                if cgroup.is_none() || needs_libcontainers_delete(&c, &dir) {
+                    if let Err(e) = c.delete(true) {
+                        tracing::warn!(
+                            "container {id}: libcontainer could not delete it ({}); removing its cgroup and state directly",
+                            crate::errors::error_chain(&e)
+                        );
+                    }
                 }
             }
             Err(e) => tracing::warn!("container {id}: its state cannot be read ({e}); removing its cgroup and state directly"),
@@ -221,7 +231,12 @@ pub fn release(layout: &Layout, id: &str) -> Vec<String> {
     }
     if let Some(cg) = &cgroup {
         if let Err(e) = cg.remove(id) {
-            left.push(format!("{e:#}"));
+            // the state and the ledger are kept: a later delete --force finds the cgroup again
+            left.push(format!(
+                "{e:#} (its state is kept for delete --force to retry)"
+            ));
+            tracing::warn!("container {id}: not released: {}", left[0]);
+            return left;
         }
     }
     if let Err(e) = std::fs::remove_dir_all(&dir) {
@@ -261,6 +276,23 @@ pub fn release(layout: &Layout, id: &str) -> Vec<String> {
         tracing::warn!("container {id}: not released: {what}");
     }
     left
+}
+
+/// Whether libcontainer's own delete has work rloxsc's release does not do for container `c`
+/// (state directory `dir`): poststop hooks to run, or an Intel RDT group to remove. A config that
+/// cannot be read says yes (libcontainer's delete then decides what to skip).
+fn needs_libcontainers_delete(c: &libcontainer::container::Container, dir: &Path) -> bool {
+    if c.intel_rdt_dir().is_some() {
+        return true;
+    }
+    match libcontainer::config::YoukiConfig::load(dir) {
+        Ok(config) => config
+            .hooks
+            .as_ref()
+            .and_then(|h| h.poststop().as_ref())
+            .is_some_and(|hooks| !hooks.is_empty()),
+        Err(_) => true,
+    }
 }
 
 /// Kills what a `create` or `run` of `id` that never finished (rloxsc SIGKILLed halfway) left running

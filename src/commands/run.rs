@@ -79,7 +79,7 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
             return Err(e);
         }
     };
-    let (_container, console, pid, guard, mut custodian) = created.split();
+    let (container, console, pid, guard, mut custodian) = created.split();
     let relay = pipes.map(|p| p.start(pid.as_raw())).transpose()?;
     let terminal = console.as_ref().map(TerminalSession::attach).transpose()?;
     let mut waiter = if opts.detach {
@@ -87,8 +87,8 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
     } else {
         Some(Waiter::install()?)
     };
-    // create verified the container a moment ago in this very process
-    super::start::start_checked(ctx, &id, false)?;
+    // create verified the container a moment ago in this very process, and returned it
+    super::start::start_checked(ctx, &id, container, false)?;
     guard.disarm();
     let Some(waiter) = waiter.as_mut() else {
         return Ok(0);

@@ -28,14 +28,19 @@ pub fn verification_facts() -> HostFacts {
 
 /// Starts container `id`, verifying its containment again first.
 pub fn start(ctx: &Context, id: &str) -> Result<()> {
-    start_checked(ctx, id, true)
+    let c = container::load(&ctx.layout, id)?;
+    start_checked(ctx, id, c, true)
 }
 
-/// Starts container `id`; `reverify` is false only when the caller verified it an instant ago in the
-/// same process (`run`), with nothing able to change it in between. A container that fails its
-/// verification is removed.
-pub fn start_checked(ctx: &Context, id: &str, reverify: bool) -> Result<()> {
-    let mut c = container::load(&ctx.layout, id)?;
+/// Starts container `id`, `c` as loaded (or, for `run`, as its create returned it); `reverify` is
+/// false only when the caller verified it an instant ago in the same process (`run`), with nothing
+/// able to change it in between. A container that fails its verification is removed.
+pub fn start_checked(
+    ctx: &Context,
+    id: &str,
+    mut c: libcontainer::container::Container,
+    reverify: bool,
+) -> Result<()> {
     if !c.can_start() {
         bail!(
             "cannot start container {id:?}: it is {} (only a created container can be started)",
