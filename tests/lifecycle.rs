@@ -81,6 +81,34 @@ fn create_start_kill_delete_follow_runc_states() {
     env.assert_nothing_left(&id, "after delete");
 }
 
+// A container may make cgroups below its own (a nested runtime, systemd inside, a test making one
+// from the host as here): delete removes them with it, deepest first, and the container's own.
+#[test]
+fn delete_removes_the_cgroups_made_below_the_containers_own() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("del-nested");
+    let c = env.start_container(&base_spec(LONG_LIVED));
+    let dirs = cgroup_dirs_of(&c.id);
+    assert!(!dirs.is_empty(), "container {} has no cgroup", c.id);
+    let mut made = Vec::new();
+    for d in &dirs {
+        let nested = d.join("inner").join("deeper");
+        if std::fs::create_dir_all(&nested).is_ok() {
+            made.push(nested);
+        }
+    }
+    assert!(!made.is_empty(), "no cgroup could be made below {dirs:?}");
+    env.rloxsc(&["kill", &c.id, "KILL"]).expect_ok();
+    assert!(env.wait_for_status(&c.id, "stopped", Duration::from_secs(5)));
+    env.rloxsc(&["delete", &c.id]).expect_ok();
+    for m in &made {
+        assert!(!m.exists(), "{} left behind", m.display());
+    }
+    env.assert_nothing_left(&c.id, "delete of a container with cgroups below its own");
+}
+
 #[test]
 fn delete_without_force_refuses_a_running_container() {
     if !require_prereqs(Need::Runtime) {

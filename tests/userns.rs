@@ -10,6 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
+use std::time::Duration;
 
 use common::*;
 use serde_json::json;
@@ -112,8 +113,9 @@ fn features_list_the_user_namespace_and_idmapped_mounts() {
     }
 }
 
-/// Starts `rloxsc run` of `seccomp-probe hold <what>` and waits for its "held N" line.
-fn holder(env: &TestEnv, what: &str) -> (Child, u64) {
+/// Starts `rloxsc run` of `seccomp-probe hold <what>` and waits for its "held N" line; returns the
+/// run, what it held and the container's id.
+fn holder(env: &TestEnv, what: &str) -> (Child, u64, String) {
     let id = env.id();
     let b = env.bundle(&base_spec(&["/bin/seccomp-probe", "hold", what]));
     let mut cmd = env.command(
@@ -131,7 +133,21 @@ fn holder(env: &TestEnv, what: &str) -> (Child, u64) {
         .strip_prefix("held ")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    (child, n)
+    (child, n, id)
+}
+
+/// Kills the holder's `rloxsc run` and waits until its custodian has released the container (the
+/// test's state root is removed when the test ends: a release still running then would find no
+/// ledger and leave the cgroup behind).
+fn kill_holder(env: &TestEnv, mut run: Child, id: &str) {
+    let _ = run.kill();
+    let _ = run.wait();
+    let released = poll_until(Duration::from_secs(20), || env.leftovers(id).is_empty());
+    assert!(
+        released,
+        "the killed run's container was not released: {:?}",
+        env.leftovers(id)
+    );
 }
 
 // 4c23f5c: the container's root was host uid 0, so it shared host root's inotify instances and pipe
@@ -142,7 +158,7 @@ fn a_container_cannot_exhaust_host_roots_per_user_limits() {
         return;
     }
     let env = TestEnv::new("uns-limits");
-    let (mut c, held) = holder(&env, "inotify");
+    let (c, held, id) = holder(&env, "inotify");
     assert!(held >= 8, "the container got only {held} inotify instances");
     // host root still gets one
     // SAFETY: inotify_init1 and close on the fd it returns
@@ -154,10 +170,9 @@ fn a_container_cannot_exhaust_host_roots_per_user_limits() {
     );
     // SAFETY: closing the fd just opened
     unsafe { libc::close(fd) };
-    let _ = c.kill();
-    let _ = c.wait();
+    kill_holder(&env, c, &id);
 
-    let (mut c, held) = holder(&env, "pipes");
+    let (c, held, id) = holder(&env, "pipes");
     assert!(held >= 8, "the container got only {held} large pipes");
     let mut p = [0i32; 2];
     // SAFETY: pipe into a local array; fcntl on its fds; close both
@@ -169,8 +184,7 @@ fn a_container_cannot_exhaust_host_roots_per_user_limits() {
         s
     };
     assert_eq!(size, 65536, "host root's new pipe shrank to {size} bytes");
-    let _ = c.kill();
-    let _ = c.wait();
+    kill_holder(&env, c, &id);
 }
 
 // A bind is the container root's as its directory's owner's (issue #20: a 0700 `tempfile.mkdtemp`

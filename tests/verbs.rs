@@ -66,6 +66,29 @@ fn pause_freezes_and_resume_thaws() {
     );
 }
 
+// runc's bats "delete --force [paused container]": a frozen process takes its SIGKILL only once it
+// is thawed (v1's freezer), so the delete waited out its bound and failed with the cgroup left.
+#[test]
+fn delete_force_of_a_paused_container_leaves_nothing() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("pause-del");
+    let c = env.start_container(&base_spec(LONG_LIVED));
+    env.rloxsc(&["exec", "--detach", &c.id, "sleep", "30"])
+        .expect_ok();
+    env.rloxsc(&["pause", &c.id]).expect_ok();
+    assert_eq!(env.status(&c.id).as_deref(), Some("paused"));
+    let t0 = std::time::Instant::now();
+    env.rloxsc(&["delete", "--force", &c.id]).expect_ok();
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "delete --force of a paused container took {:?}",
+        t0.elapsed()
+    );
+    env.assert_nothing_left(&c.id, "delete --force of a paused container");
+}
+
 #[test]
 fn update_applies_lower_limits_and_clamps_higher_ones() {
     if !require_prereqs(Need::Runtime) {
