@@ -1,12 +1,27 @@
-//! `create` as named phases, each a function of its own: **facts** (what the caller gave and what
-//! the host is), **identity** (the container's block of host ids), **policy** (the pure hardening),
-//! **filesystem** (the root overlay, the writable paths, the views of binds and namespaces, the
-//! client's view), **libcontainer** (the private bundle and the build), **completion** (seeding the
-//! store paths, what libcontainer leaves out, the verification from outside, the pid file). Every
-//! resource is recorded in the container's footprint before it is acquired; a failure in any phase
-//! ends in the same release as `delete` ([`crate::footprint::release`]). The pure parts
+//! `create` as named phases, in this order, each a function of its own but the footprint, which
+//! `create` holds itself; after each phase but facts, `create` passes the fault build's kill point
+//! named below (`kill-at-PHASE`, [`crate::fault::Faults::die_at`]):
+//!
+//! 1. **facts** (`gather_facts`): what the caller gave and what the host is;
+//! 2. **footprint** (in `create`, which holds what it makes until the container is handed over):
+//!    the ledger, its guard, the custodian that bounds the create by its deadline; kill point
+//!    `footprint`;
+//! 3. **identity** (`settle_identity`): the container's block of host ids; kill point `identity`;
+//! 4. **policy** (`apply_policy`): the pure hardening, the terminal, the cgroup placement, the
+//!    executor; kill point `policy`;
+//! 5. **filesystem** (`filesystem`): the root overlay, the writable paths, the views of binds and
+//!    namespaces, the client's view; kill point `filesystem`;
+//! 6. **libcontainer** (`build_container`): the private bundle and the build; kill point
+//!    `libcontainer`;
+//! 7. **completion** (`completion`): the init's cgroup checked, what libcontainer leaves out, the
+//!    verification from outside, the record and the CPU-time watchdog (kill point `verified`), then
+//!    the pid file.
+//!
+//! Every resource is recorded in the container's footprint before it is acquired; a failure in any
+//! phase ends in the same release as `delete` ([`crate::footprint::release`]). The pure parts
 //! ([`plan_identity`], [`rootfs_request`], [`libcontainer_spec`]) are unit-tested here.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -20,10 +35,11 @@ use super::identity::{joined_mapping, plan_identity, IdentityPlan};
 use super::{
     builder, complete_init, executor_for, failure_key, verify_init, write_pid_file, Guard,
 };
-use crate::bundle::ContainerRecord;
+use crate::bundle::{ContainerRecord, Layout};
 use crate::cgroups::{Driver, Placement};
 use crate::context::Context;
 use crate::errors::{cause_suffix, error_chain};
+use crate::executor::HardenedExecutor;
 use crate::footprint::{Footprint, HostView};
 use crate::harden::filesystem::{is_writable_path, normal_abs, WRITABLE_MARK};
 use crate::harden::{harden, Hardened, HostFacts};
@@ -32,6 +48,7 @@ use crate::policy::keys;
 use crate::rootfs::layers::Source;
 use crate::rootfs::{self, CopyupRequest, StoreSize, WritableRequest};
 use crate::tty::ConsoleSocket;
+use crate::views::ViewDir;
 use crate::{container, facts};
 
 /// What `create` (and `run`'s create half) is asked to do.
@@ -140,6 +157,30 @@ struct Input {
     host: HostFacts,
 }
 
+/// Phase 1, facts: refuses an id in use and a kernel that lacks what rloxsc needs; reads the input.
+fn gather_facts(ctx: &Context, opts: &CreateOptions) -> Result<Input> {
+    let layout = &ctx.layout;
+    let id = opts.id.as_str();
+    if layout.container_dir(id).exists() || layout.bundle_dir(id).exists() {
+        bail!("container with id {id:?} already exists");
+    }
+    if let Some(missing) = crate::kernel_features::missing_required() {
+        bail!("cannot create container {id:?}: {}", missing.refusal());
+    }
+    let mut input = read_input(ctx, opts)?;
+    if opts.cgroup_driver == Driver::Systemd {
+        if let Some(why) = crate::cgroups::placement::systemd_driver_unavailable() {
+            bail!(
+                "cannot create container {id:?}: --systemd-cgroup asks for the systemd cgroup driver, but {why}; use the cgroupfs driver (policy key {})",
+                keys::CGROUP_PARENT
+            );
+        }
+    }
+    input.host.cgroup_driver = opts.cgroup_driver;
+    Ok(input)
+}
+
+/// The caller's bundle (made absolute) and spec, and the facts of the host they are read against.
 fn read_input(ctx: &Context, opts: &CreateOptions) -> Result<Input> {
     let bundle = std::path::absolute(&opts.bundle).context("cannot resolve the bundle path")?;
     let caller_spec = crate::bundle::load_caller_spec(&bundle)?;
@@ -156,7 +197,71 @@ fn read_input(ctx: &Context, opts: &CreateOptions) -> Result<Input> {
     })
 }
 
-/// Phase 2, identity: the block of host ids, taken (or shared) and recorded before it is.
+/// When the create must be over, from when it began, and whether the run's `--timeout` set it.
+#[derive(Clone, Copy)]
+struct Deadline {
+    from: Instant,
+    at: Instant,
+    by_run_timeout: bool,
+}
+
+impl Deadline {
+    /// The error of a create this deadline overtook.
+    fn overtaken(self) -> CreateTimedOut {
+        CreateTimedOut {
+            after: self.at.saturating_duration_since(self.from),
+            by_run_timeout: self.by_run_timeout,
+        }
+    }
+}
+
+/// Phase 2, footprint (its last step; `create` holds the ledger and the guard): the custodian.
+fn start_custodian(
+    ctx: &Context,
+    opts: &CreateOptions,
+    t0: Instant,
+) -> Result<(crate::custodian::Custodian, Deadline)> {
+    // the custodian bounds everything from here on (a child left at the deadline is killed) and
+    // gives back what a killed foreground run holds; the create limit is the policy's (annotations
+    // cannot change it), or the run's --timeout when that comes first
+    let limit = t0 + Duration::from_secs(ctx.policy.create_timeout_s);
+    let (at, by_run_timeout) = match opts.deadline {
+        Some(d) if d < limit => (d, true),
+        _ => (limit, false),
+    };
+    let reap = opts.die_with_runtime.then(|| crate::custodian::Reap {
+        root: ctx.layout.root().to_path_buf(),
+        id: opts.id.clone(),
+    });
+    let custodian = crate::custodian::Custodian::spawn(at, reap)?;
+    let deadline = Deadline {
+        from: t0,
+        at,
+        by_run_timeout,
+    };
+    Ok((custodian, deadline))
+}
+
+/// Phase 3's result: how the container gets its ids, and the block of host ids taken for it.
+struct Identity {
+    plan: IdentityPlan,
+    alloc: Option<crate::userns::Allocation>,
+}
+
+/// Phase 3, identity: the plan (refused when it cannot be had), then the block of host ids.
+fn settle_identity(
+    ctx: &Context,
+    id: &str,
+    input: &mut Input,
+    fp: &mut Footprint,
+) -> Result<Identity> {
+    let plan = plan_identity(&input.caller_spec, &input.host)
+        .map_err(|r| anyhow!("refusing to create container {id:?}: {r}"))?;
+    let alloc = take_identity(ctx, id, &plan, input, fp)?;
+    Ok(Identity { plan, alloc })
+}
+
+/// The block of host ids, taken (or shared) and recorded before it is.
 fn take_identity(
     ctx: &Context,
     id: &str,
@@ -178,6 +283,120 @@ fn take_identity(
     fp.record(|l| l.userns = a)?;
     input.host.userns_taken = crate::userns::allocated_ranges(a.as_ref());
     Ok(a)
+}
+
+/// The container's terminal: whether process.terminal is set, rloxsc's own socket, libcontainer's.
+struct Console {
+    terminal: bool,
+    own: Option<ConsoleSocket>,
+    path: Option<PathBuf>,
+}
+
+/// Phase 4's result: the hardened spec and policy, its terminal, cgroup placement and executor.
+struct Policied {
+    hardened: Hardened,
+    console: Console,
+    placement: Option<Placement>,
+    executor: HardenedExecutor,
+}
+
+/// Phase 4, policy: the hardening, the terminal, the cgroup placement (recorded), the executor.
+fn apply_policy(
+    ctx: &Context,
+    opts: &CreateOptions,
+    input: &Input,
+    fp: &mut Footprint,
+) -> Result<Policied> {
+    let hardened = harden_spec(ctx, opts, input)?;
+    let console = console_of(ctx, opts, &hardened.spec)?;
+    let placement = place(opts, &hardened.spec, input, fp)?;
+    let executor = executor_for(&hardened.policy, &ctx.faults)?;
+    Ok(Policied {
+        hardened,
+        console,
+        placement,
+        executor,
+    })
+}
+
+/// The hardened spec (pure), its changes logged, then the fault build's sabotage.
+fn harden_spec(ctx: &Context, opts: &CreateOptions, input: &Input) -> Result<Hardened> {
+    let id = opts.id.as_str();
+    // the caller's --cpu-time and --file-size tighten the policy first, as annotations do
+    let (base, flagged) = crate::limits::rules::with_flags(&ctx.policy, &opts.limits);
+    let mut hardened = harden(&input.caller_spec, id, &base, &input.host)
+        .map_err(|r| anyhow!("refusing to create container {id:?}: {r}"))?;
+    let mut flag_changes = crate::harden::Changes::default();
+    for (key, what) in flagged {
+        flag_changes.push(key, what);
+    }
+    hardened.changes.splice(0..0, flag_changes.0);
+    for c in &hardened.changes {
+        tracing::info!("container {id}: {c}");
+    }
+    ctx.faults.sabotage(&mut hardened.spec);
+    Ok(hardened)
+}
+
+/// The terminal of `spec`: refused with `--output`, the caller's socket checked, or rloxsc's own.
+fn console_of(ctx: &Context, opts: &CreateOptions, spec: &Spec) -> Result<Console> {
+    let id = opts.id.as_str();
+    let terminal = spec
+        .process()
+        .as_ref()
+        .and_then(|p| p.terminal())
+        .unwrap_or(false);
+    if terminal && opts.stdio.is_some() {
+        bail!("cannot create container {id:?}: --output counts what the container writes to its stdout and stderr, but process.terminal is set (a terminal has no separate stdout and stderr): run it without a terminal");
+    }
+    if let Some(cs) = &opts.console_socket {
+        crate::fsutil::refuse_foreign_symlinks(cs, "console socket")?;
+    }
+    let (own, path) = crate::tty::console_for(
+        terminal,
+        opts.console_socket.as_ref(),
+        opts.allocate_terminal,
+        &ctx.layout.root().join(format!("console-{id}.sock")),
+        "process.terminal is set but no --console-socket was given: a detached container needs --console-socket (or set process.terminal to false)",
+    )?;
+    Ok(Console {
+        terminal,
+        own,
+        path,
+    })
+}
+
+/// The cgroup placement of `spec`: refused when occupied or frozen, then recorded in the footprint.
+fn place(
+    opts: &CreateOptions,
+    spec: &Spec,
+    input: &Input,
+    fp: &mut Footprint,
+) -> Result<Option<Placement>> {
+    let id = opts.id.as_str();
+    let cgroups_path = spec.linux().as_ref().and_then(|l| l.cgroups_path().clone());
+    let placement = cgroups_path.clone().map(|path| Placement {
+        path,
+        driver: opts.cgroup_driver,
+    });
+    if let Some(cg) = &placement {
+        if let Some(why) = cg.occupied(&input.host.cgroup_v1_hierarchies) {
+            bail!(
+                "refusing to create container {id:?}: {why}; rloxsc only runs a container in a cgroup of its own, since its end kills and removes what the cgroup holds (policy key {})",
+                keys::CGROUP_PARENT
+            );
+        }
+        if let Some(why) = cg.frozen(&input.host.cgroup_v1_hierarchies) {
+            bail!(
+                "cannot create container {id:?}: container's cgroup unexpectedly frozen ({why}); thaw it first"
+            );
+        }
+    }
+    fp.record(|l| {
+        l.cgroups_path = cgroups_path.clone();
+        l.cgroup_driver = opts.cgroup_driver;
+    })?;
+    Ok(placement)
 }
 
 /// The container's mapping, and whether it is rloxsc's own block (whose ids the image's layers and
@@ -330,19 +549,19 @@ pub fn libcontainer_spec(hardened: &Spec, made: &rootfs::Assembled) -> Spec {
     spec
 }
 
-/// Phase 4, filesystem: the view directory, the root overlay and writable paths, the views of binds
+/// Phase 5, filesystem: the view directory, the root overlay and writable paths, the views of binds
 /// and namespaces, the client's view. Returns the spec for libcontainer.
-#[allow(clippy::too_many_arguments)]
 fn filesystem(
     ctx: &Context,
     id: &str,
     input: &Input,
-    spec: &Spec,
-    (store_bytes, disk): (u64, crate::limits::disk::Want),
-    mapping: &IdMap,
-    own_mapping: Option<&IdMap>,
+    identity: &Identity,
+    hardened: &Hardened,
+    deadline: Instant,
     fp: &mut Footprint,
-) -> Result<(Spec, rootfs::Assembled, crate::views::ViewDir)> {
+) -> Result<(Spec, rootfs::Assembled, ViewDir)> {
+    let (mapping, own_mapping) = mappings(&identity.plan, identity.alloc, &hardened.spec);
+    let own_mapping = own_mapping.as_ref();
     let layout = &ctx.layout;
     let rootfs_path = input.host.rootfs.clone();
     let mounts = crate::mountinfo::own()?;
@@ -354,25 +573,19 @@ fn filesystem(
         .and_then(|r| r.readonly())
         .unwrap_or(false);
     let writes = rootfs::writes_for(&source, caller_readonly, own_mapping.is_some());
-    let views_dir = crate::views::dir_for(layout.root(), id);
-    fp.record(|l| l.views = Some(views_dir.clone()))?;
-    let mut views = crate::views::ViewDir::make(
-        &views_dir,
-        mapping.root().0,
-        &format!("{}\n{}\n", layout.root().display(), id),
-    )?;
-    let token = views_dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let (writable, targets, copyups) = rootfs_request(spec);
+    let (mut views, token) = make_view_dir(layout, id, &mapping, fp)?;
+    let (writable, targets, copyups) = rootfs_request(&hardened.spec);
     let req = rootfs::Request {
         rootfs: &rootfs_path,
         source: &source,
         own_mapping,
-        mapping,
-        store: StoreSize::of_bytes(store_bytes),
-        disk,
+        mapping: &mapping,
+        store: StoreSize::of_bytes(hardened.store_bytes),
+        disk: crate::limits::disk::Want {
+            bytes: hardened.policy.disk_bytes.default,
+            required: hardened.policy.disk_required,
+            deadline,
+        },
         caller_readonly,
         keep_at: layout.bundle_dir(id).join("layer"),
         writable,
@@ -387,29 +600,8 @@ fn filesystem(
     }
     let made = rootfs::assemble(&req, &mut views, &token, &mut kept)?;
     fp.record(|l| l.writes = Some(made.writes))?;
-    for (p, why) in &made.skipped {
-        tracing::info!(
-            "container {id}: {} stays read-only: {why} (policy key {})",
-            p.display(),
-            keys::WRITABLE
-        );
-    }
-    if !made.idmapped && own_mapping.is_some() {
-        tracing::info!(
-            "container {id}: the image's layers could not be idmapped: its files show as nobody's inside (policy key {})",
-            keys::USERNS
-        );
-    }
-    // binds, tmpfs and namespace paths as views (rloxsc's writable paths and the tmpcopyup tmpfs,
-    // still marked as such, are left to libcontainer_spec)
-    let mut prepared = spec.clone();
-    let bind_mapping = own_mapping.or_else(|| {
-        let one_block = |v: &[(u32, u32, u32)]| v.len() == 1 && v[0].0 == 0;
-        (one_block(&mapping.uids) && one_block(&mapping.gids)).then_some(mapping)
-    });
-    crate::views::prepare(&mut prepared, &mut views, bind_mapping, mapping)?;
-    let lc = libcontainer_spec(&prepared, &made);
-
+    report_read_only(id, &made, own_mapping.is_some());
+    let lc = views_for_libcontainer(&hardened.spec, &mut views, own_mapping, &mapping, &made)?;
     if made.writes == rootfs::Writes::Layer {
         fp.record(|l| {
             l.host_view = Some(HostView {
@@ -422,147 +614,149 @@ fn filesystem(
     Ok((lc, made, views))
 }
 
-/// Creates container `opts.id`: the phases of the module documentation. On failure nothing is left
-/// behind.
-pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>> {
-    container::validate_id(&opts.id)?;
-    let t0 = Instant::now();
-    let layout = &ctx.layout;
-    let id = opts.id.as_str();
-    if layout.container_dir(id).exists() || layout.bundle_dir(id).exists() {
-        bail!("container with id {id:?} already exists");
+/// The container's view directory, recorded in the footprint before it is made, and its token.
+fn make_view_dir(
+    layout: &Layout,
+    id: &str,
+    mapping: &IdMap,
+    fp: &mut Footprint,
+) -> Result<(ViewDir, String)> {
+    let views_dir = crate::views::dir_for(layout.root(), id);
+    fp.record(|l| l.views = Some(views_dir.clone()))?;
+    let views = ViewDir::make(
+        &views_dir,
+        mapping.root().0,
+        &format!("{}\n{}\n", layout.root().display(), id),
+    )?;
+    let token = views_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok((views, token))
+}
+
+/// Logs the writable paths that stay read-only, and image layers rloxsc's block could not idmap.
+fn report_read_only(id: &str, made: &rootfs::Assembled, own_mapping: bool) {
+    for (p, why) in &made.skipped {
+        tracing::info!(
+            "container {id}: {} stays read-only: {why} (policy key {})",
+            p.display(),
+            keys::WRITABLE
+        );
     }
-    if let Some(missing) = crate::kernel_features::missing_required() {
-        bail!("cannot create container {id:?}: {}", missing.refusal());
+    if !made.idmapped && own_mapping {
+        tracing::info!(
+            "container {id}: the image's layers could not be idmapped: its files show as nobody's inside (policy key {})",
+            keys::USERNS
+        );
     }
-    let mut input = read_input(ctx, opts)?;
-    if opts.cgroup_driver == Driver::Systemd {
-        if let Some(why) = crate::cgroups::placement::systemd_driver_unavailable() {
-            bail!(
-                "cannot create container {id:?}: --systemd-cgroup asks for the systemd cgroup driver, but {why}; use the cgroupfs driver (policy key {})",
-                keys::CGROUP_PARENT
-            );
-        }
-    }
-    input.host.cgroup_driver = opts.cgroup_driver;
-    layout.ensure()?;
-    let mut fp = Footprint::begin(layout, id)?;
-    let guard = Guard::new(layout, id);
-    // the custodian bounds everything from here on (a child left at the deadline is killed) and
-    // gives back what a killed foreground run holds; the create limit is the policy's (annotations
-    // cannot change it), or the run's --timeout when that comes first
-    let limit = t0 + Duration::from_secs(ctx.policy.create_timeout_s);
-    let (deadline, by_run_timeout) = match opts.deadline {
-        Some(d) if d < limit => (d, true),
-        _ => (limit, false),
-    };
-    let reap = opts.die_with_runtime.then(|| crate::custodian::Reap {
-        root: layout.root().to_path_buf(),
-        id: id.to_string(),
+}
+
+/// The spec for libcontainer: `spec` with its binds, tmpfs and namespace paths made views.
+fn views_for_libcontainer(
+    spec: &Spec,
+    views: &mut ViewDir,
+    own_mapping: Option<&IdMap>,
+    mapping: &IdMap,
+    made: &rootfs::Assembled,
+) -> Result<Spec> {
+    // binds, tmpfs and namespace paths as views (rloxsc's writable paths and the tmpcopyup tmpfs,
+    // still marked as such, are left to libcontainer_spec)
+    let mut prepared = spec.clone();
+    let bind_mapping = own_mapping.or_else(|| {
+        let one_block = |v: &[(u32, u32, u32)]| v.len() == 1 && v[0].0 == 0;
+        (one_block(&mapping.uids) && one_block(&mapping.gids)).then_some(mapping)
     });
-    let mut custodian = crate::custodian::Custodian::spawn(deadline, reap)?;
-    ctx.faults.die_at("footprint");
+    crate::views::prepare(&mut prepared, views, bind_mapping, mapping)?;
+    Ok(libcontainer_spec(&prepared, made))
+}
 
-    // identity
-    let plan = plan_identity(&input.caller_spec, &input.host)
-        .map_err(|r| anyhow!("refusing to create container {id:?}: {r}"))?;
-    let alloc = take_identity(ctx, id, &plan, &mut input, &mut fp)?;
-    ctx.faults.die_at("identity");
+/// Phase 6's result: the container, its record, the spec later verbs read, the process's owner.
+struct Built {
+    container: Container,
+    record: ContainerRecord,
+    host_spec: Spec,
+    owner: Option<(u32, u32)>,
+}
 
-    // policy (pure); the caller's --cpu-time and --file-size tighten it first, as annotations do
-    let (base, flagged) = crate::limits::rules::with_flags(&ctx.policy, &opts.limits);
-    let Hardened {
-        spec,
-        mut changes,
-        policy,
-        store_bytes,
-    } = harden(&input.caller_spec, id, &base, &input.host)
-        .map_err(|r| anyhow!("refusing to create container {id:?}: {r}"))?;
-    let mut flag_changes = crate::harden::Changes::default();
-    for (key, what) in flagged {
-        flag_changes.push(key, what);
-    }
-    changes.splice(0..0, flag_changes.0);
-    for c in &changes {
-        tracing::info!("container {id}: {c}");
-    }
-    let mut spec = spec;
-    ctx.faults.sabotage(&mut spec);
-    let terminal = spec
+/// Phase 6, libcontainer: the private bundle, then the build (a late one is [`CreateTimedOut`]).
+fn build_container(
+    ctx: &Context,
+    opts: &CreateOptions,
+    input: &Input,
+    identity: &Identity,
+    (hardened, executor, console_path): (Hardened, HardenedExecutor, Option<&PathBuf>),
+    (lc_spec, made): (Spec, &rootfs::Assembled),
+    (custodian, deadline): (&mut crate::custodian::Custodian, Deadline),
+) -> Result<Built> {
+    let id = opts.id.as_str();
+    let (record, host_spec, private) =
+        write_private_bundle(&ctx.layout, id, input, hardened, made)?;
+    let capture = private.join("create-errors.log");
+    crate::logging::capture_errors_to(&capture);
+    let owner = host_spec
         .process()
         .as_ref()
-        .and_then(|p| p.terminal())
-        .unwrap_or(false);
-    if terminal && opts.stdio.is_some() {
-        bail!("cannot create container {id:?}: --output counts what the container writes to its stdout and stderr, but process.terminal is set (a terminal has no separate stdout and stderr): run it without a terminal");
+        .and_then(|p| super::exec::process_owner(&host_spec, p, || joined_mapping(&identity.plan)));
+    if let Some(o) = owner {
+        super::give_stdio_to(o);
     }
-    if let Some(cs) = &opts.console_socket {
-        crate::fsutil::refuse_foreign_symlinks(cs, "console socket")?;
+    let joins_userns = matches!(identity.plan, IdentityPlan::Join { .. });
+    let stdio = output_fds(opts)?;
+    let built = builder(&ctx.layout, id, executor, console_path, opts.preserve_fds)
+        .map(|b| {
+            b.with_parent_death_signal(opts.die_with_runtime.then_some(Signal::SIGKILL))
+                // the container's user namespace belongs to its own root: the kernel then charges
+                // its per-user counts (inotify, ...) to that uid at the host level, not to host root
+                .with_user_namespace_owner(
+                    identity
+                        .alloc
+                        .filter(|_| !joins_userns)
+                        .map(|a| (a.root_uid(), a.root_uid())),
+                )
+        })
+        // libcontainer's init puts them in place of fds 1 and 2 (and closes its copies)
+        .map(|b| match stdio {
+            Some((out, err)) => b.with_stdout(out).with_stderr(err),
+            None => b,
+        })
+        .and_then(|b| {
+            b.as_init(&private)
+                .with_spec(lc_spec)
+                .with_systemd(opts.cgroup_driver == Driver::Systemd)
+                .with_detach(opts.detach || console_path.is_some())
+                .with_oci_bundle(&input.bundle)
+                .build()
+        });
+    let fired = custodian.created();
+    let causes = crate::logging::take_captured_errors(&capture);
+    if fired {
+        drop(built);
+        return Err(anyhow::Error::new(deadline.overtaken()));
     }
-    let (own_console, console_path) = crate::tty::console_for(
-        terminal,
-        opts.console_socket.as_ref(),
-        opts.allocate_terminal,
-        &layout.root().join(format!("console-{id}.sock")),
-        "process.terminal is set but no --console-socket was given: a detached container needs --console-socket (or set process.terminal to false)",
-    )?;
-    let cgroups_path = spec.linux().as_ref().and_then(|l| l.cgroups_path().clone());
-    let placement = cgroups_path.clone().map(|path| Placement {
-        path,
-        driver: opts.cgroup_driver,
-    });
-    if let Some(cg) = &placement {
-        if let Some(why) = cg.occupied(&input.host.cgroup_v1_hierarchies) {
-            bail!(
-                "refusing to create container {id:?}: {why}; rloxsc only runs a container in a cgroup of its own, since its end kills and removes what the cgroup holds (policy key {})",
-                keys::CGROUP_PARENT
-            );
-        }
-        if let Some(why) = cg.frozen(&input.host.cgroup_v1_hierarchies) {
-            bail!(
-                "cannot create container {id:?}: container's cgroup unexpectedly frozen ({why}); thaw it first"
-            );
-        }
-    }
-    fp.record(|l| {
-        l.cgroups_path = cgroups_path.clone();
-        l.cgroup_driver = opts.cgroup_driver;
-    })?;
-    let executor = executor_for(&policy, &ctx.faults)?;
-    tracing::debug!("create {id}: hardened at {:?}", t0.elapsed());
-    ctx.faults.die_at("policy");
+    let container = built.map_err(|e| build_error(id, &e, &causes))?;
+    Ok(Built {
+        container,
+        record,
+        host_spec,
+        owner,
+    })
+}
 
-    // filesystem
-    let (mapping, own_mapping) = mappings(&plan, alloc, &spec);
-    let (lc_spec, made, views) = filesystem(
-        ctx,
-        id,
-        &input,
-        &spec,
-        (
-            store_bytes,
-            crate::limits::disk::Want {
-                bytes: policy.disk_bytes.default,
-                required: policy.disk_required,
-                deadline,
-            },
-        ),
-        &mapping,
-        own_mapping.as_ref(),
-        &mut fp,
-    )?;
-    ctx.faults.die_at("filesystem");
-    tracing::debug!(
-        "create {id}: filesystem ready (layers {}) at {:?}",
-        if made.idmapped {
-            "idmapped"
-        } else {
-            "not idmapped"
-        },
-        t0.elapsed()
-    );
-
-    // libcontainer
+/// The container's record and host spec, written to its private bundle (whose path is returned).
+fn write_private_bundle(
+    layout: &Layout,
+    id: &str,
+    input: &Input,
+    hardened: Hardened,
+    made: &rootfs::Assembled,
+) -> Result<(ContainerRecord, Spec, PathBuf)> {
+    let Hardened {
+        spec,
+        changes,
+        policy,
+        ..
+    } = hardened;
     let record = ContainerRecord {
         caller_bundle: input.bundle.clone(),
         changes: changes.iter().map(|c| c.to_string()).collect(),
@@ -576,116 +770,97 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     let mut host_spec = spec;
     crate::views::forget_mount_idmaps(&mut host_spec);
     let private = layout.write_bundle(id, &host_spec, &record)?;
-    let capture = private.join("create-errors.log");
-    crate::logging::capture_errors_to(&capture);
-    let owner = host_spec
-        .process()
-        .as_ref()
-        .and_then(|p| super::exec::process_owner(&host_spec, p, || joined_mapping(&plan)));
-    if let Some(o) = owner {
-        super::give_stdio_to(o);
-    }
-    let joins_userns = matches!(plan, IdentityPlan::Join { .. });
+    Ok((record, host_spec, private))
+}
+
+/// Copies of the `--output` pipes `run` holds, for libcontainer's init to put in place of fds 1, 2.
+fn output_fds(opts: &CreateOptions) -> Result<Option<(OwnedFd, OwnedFd)>> {
+    let id = opts.id.as_str();
     let dup = |fd: std::os::fd::RawFd| {
         // SAFETY: a descriptor `run` holds open for the whole create
         unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
             .try_clone_to_owned()
             .map_err(|e| anyhow!("cannot pass the --output pipes to container {id:?}: {e}"))
     };
-    let stdio = opts
-        .stdio
+    opts.stdio
         .map(|(out, err)| Ok::<_, anyhow::Error>((dup(out)?, dup(err)?)))
-        .transpose()?;
-    let built = builder(
-        layout,
-        id,
-        executor,
-        console_path.as_ref(),
-        opts.preserve_fds,
+        .transpose()
+}
+
+/// The error of a failed build: libcontainer's chain, the policy key it names, the logged cause.
+fn build_error(
+    id: &str,
+    e: &(dyn std::error::Error + 'static),
+    causes: &[String],
+) -> anyhow::Error {
+    let msg = error_chain(e);
+    let cause = cause_suffix(&msg, causes);
+    anyhow!(
+        "cannot create container {id:?}: {}{}{}",
+        msg,
+        failure_key(&msg, &cause)
+            .map(|k| format!(" (policy key {k})"))
+            .unwrap_or_default(),
+        cause
     )
-    .map(|b| {
-        b.with_parent_death_signal(opts.die_with_runtime.then_some(Signal::SIGKILL))
-            // the container's user namespace belongs to its own root: the kernel then charges
-            // its per-user counts (inotify, ...) to that uid at the host level, not to host root
-            .with_user_namespace_owner(
-                alloc
-                    .filter(|_| !joins_userns)
-                    .map(|a| (a.root_uid(), a.root_uid())),
-            )
-    })
-    // libcontainer's init puts them in place of fds 1 and 2 (and closes its copies)
-    .map(|b| match stdio {
-        Some((out, err)) => b.with_stdout(out).with_stderr(err),
-        None => b,
-    })
-    .and_then(|b| {
-        b.as_init(&private)
-            .with_spec(lc_spec)
-            .with_systemd(opts.cgroup_driver == Driver::Systemd)
-            .with_detach(opts.detach || console_path.is_some())
-            .with_oci_bundle(&input.bundle)
-            .build()
-    });
-    let fired = custodian.created();
-    let causes = crate::logging::take_captured_errors(&capture);
-    if fired {
-        drop(built);
-        return Err(anyhow::Error::new(CreateTimedOut {
-            after: deadline.saturating_duration_since(t0),
-            by_run_timeout,
-        }));
-    }
-    let container = built.map_err(|e| {
-        let msg = error_chain(&e);
-        let cause = cause_suffix(&msg, &causes);
-        anyhow!(
-            "cannot create container {id:?}: {}{}{}",
-            msg,
-            failure_key(&msg, &cause)
-                .map(|k| format!(" (policy key {k})"))
-                .unwrap_or_default(),
-            cause
-        )
-    })?;
+}
+
+/// Creates container `opts.id`: the phases of the module documentation, with their kill points. On
+/// failure nothing is left behind: the guard gives back what the footprint records.
+pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>> {
+    container::validate_id(&opts.id)?;
+    let t0 = Instant::now();
+    let layout = &ctx.layout;
+    let id = opts.id.as_str();
+    let mut input = gather_facts(ctx, opts)?;
+    // footprint, held here: the ledger, its guard and the custodian (these two go to `Created`)
+    layout.ensure()?;
+    let mut fp = Footprint::begin(layout, id)?;
+    let guard = Guard::new(layout, id);
+    let (mut custodian, deadline) = start_custodian(ctx, opts, t0)?;
+    ctx.faults.die_at("footprint");
+    let identity = settle_identity(ctx, id, &mut input, &mut fp)?;
+    ctx.faults.die_at("identity");
+    let Policied {
+        hardened,
+        console,
+        placement,
+        executor,
+    } = apply_policy(ctx, opts, &input, &mut fp)?;
+    tracing::debug!("create {id}: hardened at {:?}", t0.elapsed());
+    ctx.faults.die_at("policy");
+    let (lc_spec, made, views) =
+        filesystem(ctx, id, &input, &identity, &hardened, deadline.at, &mut fp)?;
+    ctx.faults.die_at("filesystem");
+    tracing::debug!(
+        "create {id}: filesystem ready (layers {}) at {:?}",
+        if made.idmapped {
+            "idmapped"
+        } else {
+            "not idmapped"
+        },
+        t0.elapsed()
+    );
+    let mut built = build_container(
+        ctx,
+        opts,
+        &input,
+        &identity,
+        (hardened, executor, console.path.as_ref()),
+        (lc_spec, &made),
+        (&mut custodian, deadline),
+    )?;
     tracing::debug!("create {id}: libcontainer created it at {:?}", t0.elapsed());
     ctx.faults.die_at("libcontainer");
-
-    // completion
-    let pid = container
-        .pid()
-        .ok_or_else(|| anyhow!("container {id:?} has no init pid after create"))?;
-    if let Some(cg) = &placement {
-        // every later verb finds the container's processes where its placement says they are
-        let actual = crate::cgroups::ProcessCgroups::of(pid.as_raw()).and_then(|c| c.procs_dir());
-        if actual.as_deref() != Some(cg.procs_dir().as_path()) {
-            bail!(
-                "cannot create container {id:?}: its init is in the cgroup {}, not in {} where its cgroups path {} names it (policy key {})",
-                actual.map(|a| a.display().to_string()).unwrap_or_else(|| "(none)".into()),
-                cg.procs_dir().display(),
-                cg.path.display(),
-                keys::CGROUP_PARENT
-            );
-        }
-    }
-    complete(
+    let pid = completion(
+        ctx,
         id,
-        pid.as_raw(),
-        &host_spec,
-        &record,
+        &mut built,
+        placement.as_ref(),
         &input.host,
         (&made, &views),
-        terminal.then_some(owner).flatten(),
+        console.terminal,
     )?;
-    let mut record = record;
-    record.init = Some(
-        crate::bundle::ProcessIdentity::of(pid.as_raw())
-            .ok_or_else(|| anyhow!("container {id:?}: its init {pid} is gone"))?,
-    );
-    layout.rewrite_record(id, &record)?;
-    // the CPU-time limit's watchdog, before the payload can run (start comes later)
-    if let (Some(ms), Some(cg)) = (record.policy.cpu_time_ms.value(), &placement) {
-        crate::limits::cpu::spawn(id, pid.as_raw(), cg, ms, &layout.container_dir(id))?;
-    }
     ctx.faults.die_at("verified");
     if let Some(pid_file) = &opts.pid_file {
         write_pid_file(pid_file, pid.as_raw())?;
@@ -693,25 +868,79 @@ pub fn create<'a>(ctx: &'a Context, opts: &CreateOptions) -> Result<Created<'a>>
     tracing::debug!("create {id}: verified at {:?}", t0.elapsed());
     crate::userns::reap_holders();
     Ok(Created {
-        container,
-        console: own_console,
-        spec: host_spec,
-        record,
+        container: built.container,
+        console: console.own,
+        spec: built.host_spec,
+        record: built.record,
         pid,
         guard,
         custodian,
     })
 }
 
-/// Phase 6, completion: the view directory emptied of what the container holds on its own now, what
-/// libcontainer leaves out, the terminal given to the process's user, the verification.
+/// Phase 7, completion: the init in its cgroup, [`complete`], its identity recorded, the watchdog.
+fn completion(
+    ctx: &Context,
+    id: &str,
+    built: &mut Built,
+    placement: Option<&Placement>,
+    host: &HostFacts,
+    (made, views): (&rootfs::Assembled, &ViewDir),
+    terminal: bool,
+) -> Result<Pid> {
+    let layout = &ctx.layout;
+    let pid = built
+        .container
+        .pid()
+        .ok_or_else(|| anyhow!("container {id:?} has no init pid after create"))?;
+    if let Some(cg) = placement {
+        check_placement(id, pid, cg)?;
+    }
+    complete(
+        id,
+        pid.as_raw(),
+        &built.host_spec,
+        &built.record,
+        host,
+        (made, views),
+        terminal.then_some(built.owner).flatten(),
+    )?;
+    built.record.init = Some(
+        crate::bundle::ProcessIdentity::of(pid.as_raw())
+            .ok_or_else(|| anyhow!("container {id:?}: its init {pid} is gone"))?,
+    );
+    layout.rewrite_record(id, &built.record)?;
+    // the CPU-time limit's watchdog, before the payload can run (start comes later)
+    if let (Some(ms), Some(cg)) = (built.record.policy.cpu_time_ms.value(), placement) {
+        crate::limits::cpu::spawn(id, pid.as_raw(), cg, ms, &layout.container_dir(id))?;
+    }
+    Ok(pid)
+}
+
+/// Refuses an init outside the cgroup its placement names (where every later verb looks for it).
+fn check_placement(id: &str, pid: Pid, cg: &Placement) -> Result<()> {
+    // every later verb finds the container's processes where its placement says they are
+    let actual = crate::cgroups::ProcessCgroups::of(pid.as_raw()).and_then(|c| c.procs_dir());
+    if actual.as_deref() != Some(cg.procs_dir().as_path()) {
+        bail!(
+            "cannot create container {id:?}: its init is in the cgroup {}, not in {} where its cgroups path {} names it (policy key {})",
+            actual.map(|a| a.display().to_string()).unwrap_or_else(|| "(none)".into()),
+            cg.procs_dir().display(),
+            cg.path.display(),
+            keys::CGROUP_PARENT
+        );
+    }
+    Ok(())
+}
+
+/// What libcontainer leaves out, the terminal's owner, the check from outside, the views detached.
 fn complete(
     id: &str,
     pid: i32,
     spec: &Spec,
     record: &ContainerRecord,
     host: &HostFacts,
-    (made, views): (&rootfs::Assembled, &crate::views::ViewDir),
+    (made, views): (&rootfs::Assembled, &ViewDir),
     terminal_owner: Option<(u32, u32)>,
 ) -> Result<()> {
     complete_init(pid, spec)?;

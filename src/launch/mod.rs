@@ -2,10 +2,11 @@
 //! [`crate::commands`] only parse what they were given and call [`create::create`] or [`exec::exec`];
 //! everything a container process is started with is decided here once:
 //!
-//! - `create` runs as named phases ([`create`]): facts, identity (the block of host ids), policy
-//!   (the pure hardening), filesystem ([`crate::rootfs`], [`crate::views`]), libcontainer, and
-//!   completion (seeding, verification, the pid file); a failure in any of them ends in the same
-//!   release as `delete` ([`crate::footprint::release`]);
+//! - `create` runs as named phases ([`create`]): facts, footprint (the ledger, its guard, the
+//!   custodian), identity (the block of host ids), policy (the pure hardening), filesystem
+//!   ([`crate::rootfs`], [`crate::views`]), libcontainer, and completion (verification, the pid
+//!   file); a failure in any of them ends in the same release as `delete`
+//!   ([`crate::footprint::release`]);
 //! - the executor's seccomp program comes from the container's effective policy ([`executor_for`]);
 //! - one libcontainer builder chain ([`builder`]) for the init (`create`) and for a tenant (`exec`);
 //! - the container is verified from outside with its effective policy before anything reports success;
