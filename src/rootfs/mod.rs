@@ -556,25 +556,34 @@ fn make_copyups(
     Ok(copyups)
 }
 
-/// Builds the container's root (see the module documentation) in `views`, with token `token`.
-/// `kept` is set before the client's layer is acquired, for the caller's ledger.
-pub fn assemble(
+/// The container's root as [`assemble`] first makes it: where it is, where its writes land, the
+/// store (for scratch), whether its layers are idmapped, the bound on its writes.
+struct Root {
+    root: PathBuf,
+    writes: Writes,
+    store: Option<PathBuf>,
+    idmapped: bool,
+    disk: Bound,
+}
+
+/// The root for `req`'s writes: over a store, over the client's layer, or a clone of its mount.
+fn make_root(
     req: &Request,
     views: &mut ViewDir,
+    tag: &str,
     token: &str,
     kept: &mut Option<layer::Kept>,
-) -> Result<Assembled> {
-    let tag = tag_of(token);
+) -> Result<Root> {
     let mut writes = writes_for(req.source, req.caller_readonly, req.own_mapping.is_some());
     let mut store = None;
     let (root, idmapped, disk) = match writes {
         Writes::Scratch => {
-            let (root, st, idmapped) = scratch_root(req, views, &tag)?;
+            let (root, st, idmapped) = scratch_root(req, views, tag)?;
             store = Some(st);
             let bytes = req.store.bytes;
             (root, idmapped, Bound::Store { bytes })
         }
-        Writes::Layer => match layer_root(req, views, &tag, token, kept)? {
+        Writes::Layer => match layer_root(req, views, tag, token, kept)? {
             Some((root, bound)) => (root, true, bound),
             None => {
                 writes = Writes::Mount;
@@ -589,30 +598,47 @@ pub fn assemble(
             (root, idmapped, bound)
         }
     };
-    let rootfd = open_root(&root)?;
-    let owner_of = |(u, g): (u32, u32)| {
-        (
-            req.mapping.host_uid(u).unwrap_or(u),
-            req.mapping.host_gid(g).unwrap_or(g),
-        )
-    };
-    let root_owner = owner_of((0, 0));
+    Ok(Root {
+        root,
+        writes,
+        store,
+        idmapped,
+        disk,
+    })
+}
 
-    // mount targets the image lacks, made in the root (as runc makes them in the rootfs)
-    for (dest, file) in &req.targets {
-        ensure_in_root(&rootfd, dest, *file, 0o755, root_owner, false)?;
-    }
+/// The host ids of container ids `(u, g)` under `mapping` (an id it does not map stays as it is).
+fn host_owner(mapping: &IdMap, (u, g): (u32, u32)) -> (u32, u32) {
+    (
+        mapping.host_uid(u).unwrap_or(u),
+        mapping.host_gid(g).unwrap_or(g),
+    )
+}
 
-    // the writable paths: windows onto the root's subtree
+/// The writable paths [`make_writable`] made, and those that stay read-only (with why).
+struct WritablePaths {
+    writable: Vec<Writable>,
+    skipped: Vec<(PathBuf, String)>,
+}
+
+/// The writable paths: windows onto the root's subtree (or straight into the client's layer), and
+/// those that stay read-only.
+fn make_writable(
+    req: &Request,
+    views: &mut ViewDir,
+    rootfd: &OwnedFd,
+    writes: Writes,
+    kept: Option<&layer::Kept>,
+) -> Result<WritablePaths> {
     let mut writable = Vec::new();
     let mut skipped = Vec::new();
     for (i, w) in req.writable.iter().enumerate() {
         let Some(fd) = ensure_in_root(
-            &rootfd,
+            rootfd,
             &w.dest,
             false,
             w.create_mode,
-            owner_of(w.create_owner),
+            host_owner(req.mapping, w.create_owner),
             true,
         )?
         else {
@@ -635,8 +661,8 @@ pub fn assemble(
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "root".into());
-        if let (Writes::Layer, Some(k), Some(m)) = (writes, kept.as_ref(), req.own_mapping) {
-            if let Some((source, host)) = direct_path(&rootfd, &fd, &w.dest, k, m, views, i, &name)?
+        if let (Writes::Layer, Some(k), Some(m)) = (writes, kept, req.own_mapping) {
+            if let Some((source, host)) = direct_path(rootfd, &fd, &w.dest, k, m, views, i, &name)?
             {
                 writable.push(Writable {
                     dest: w.dest.clone(),
@@ -654,6 +680,36 @@ pub fn assemble(
             host: None,
         });
     }
+    Ok(WritablePaths { writable, skipped })
+}
+
+/// Builds the container's root (see the module documentation) in `views`, with token `token`.
+/// `kept` is set before the client's layer is acquired, for the caller's ledger.
+pub fn assemble(
+    req: &Request,
+    views: &mut ViewDir,
+    token: &str,
+    kept: &mut Option<layer::Kept>,
+) -> Result<Assembled> {
+    let tag = tag_of(token);
+    let Root {
+        root,
+        writes,
+        store,
+        idmapped,
+        disk,
+    } = make_root(req, views, &tag, token, kept)?;
+    let rootfd = open_root(&root)?;
+    let root_owner = host_owner(req.mapping, (0, 0));
+
+    // mount targets the image lacks, made in the root (as runc makes them in the rootfs)
+    for (dest, file) in &req.targets {
+        ensure_in_root(&rootfd, dest, *file, 0o755, root_owner, false)?;
+    }
+
+    // the writable paths: windows onto the root's subtree
+    let WritablePaths { writable, skipped } =
+        make_writable(req, views, &rootfd, writes, kept.as_ref())?;
 
     let copyups = make_copyups(req, views, &rootfd, root_owner, &tag)?;
 
