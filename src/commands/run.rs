@@ -33,15 +33,7 @@ pub struct RunOptions {
 /// `--timeout` counts from here: a create that does not finish in time is killed and recorded.
 pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<i32> {
     let id = opts.id.clone();
-    if opts.detach && (extra.timeout.is_some() || extra.record.is_some()) {
-        bail!("--timeout and --record need a foreground run (not --detach)");
-    }
-    if opts.detach && extra.keep {
-        bail!("--detach and --keep cannot both be given");
-    }
-    if opts.detach && extra.output.is_some() {
-        bail!("--output needs a foreground run (not --detach)");
-    }
+    refuse_detached_with(&opts, &extra)?;
     let pipes = extra
         .output
         .map(crate::limits::output::Pipes::new)
@@ -53,31 +45,7 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
     opts.deadline = extra.timeout.map(|t| t0 + t);
     let created = match launch::create(ctx, &opts) {
         Ok(c) => c,
-        Err(e) => {
-            let Some(late) = e.downcast_ref::<launch::CreateTimedOut>() else {
-                return Err(e);
-            };
-            if let Some(path) = &extra.record {
-                let rec = RunRecord::create_timed_out(
-                    &id,
-                    late.by_run_timeout,
-                    t0.elapsed().as_secs_f64(),
-                    extra.timeout,
-                );
-                if let Err(w) = rec.write(path) {
-                    eprintln!(
-                        "rloxsc: cannot write the run record {}: {w:#}",
-                        path.display()
-                    );
-                }
-            }
-            if late.by_run_timeout {
-                tracing::info!("container {id}: {late}");
-                eprintln!("rloxsc: {late}");
-                return Ok(TIMEOUT_EXIT);
-            }
-            return Err(e);
-        }
+        Err(e) => return create_failed(&id, e, &extra, t0),
     };
     let (container, console, pid, guard, mut custodian) = created.split();
     let relay = pipes.map(|p| p.start(pid.as_raw())).transpose()?;
@@ -105,31 +73,10 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
     let wall = t0.elapsed();
     tracing::debug!("run {id}: container ended at {:?}", wall);
     let timed_out = waiter.timed_out();
-    if let (Some(path), Ok(ending)) = (&extra.record, &ending) {
-        let written = RunRecord::of_container(
-            &ctx.layout,
-            &id,
-            Some(*ending),
-            timed_out,
-            wall.as_secs_f64(),
-            extra.timeout,
-            output,
-        )
-        .and_then(|r| r.write(path));
-        if let Err(e) = written {
-            tracing::warn!("container {id}: cannot write the run record: {e:#}");
-            eprintln!(
-                "rloxsc: cannot write the run record {}: {e:#}",
-                path.display()
-            );
-        }
+    if let Ok(ending) = &ending {
+        write_record(ctx, &id, *ending, timed_out, wall, &extra, output);
     }
-    // the cleanup does not grow with what the container wrote (nothing is written back)
-    if extra.keep {
-        tracing::debug!("run {id}: kept (--keep)");
-    } else if let Err(e) = super::delete::delete(ctx, &id, true) {
-        tracing::warn!("container {id}: cleanup after run failed: {e:#}");
-    }
+    clean_up(ctx, &id, extra.keep);
     custodian.finish();
     tracing::debug!("run {id}: deleted at {:?}", t0.elapsed());
     let ending: Ending = ending?;
@@ -137,4 +84,87 @@ pub fn run(ctx: &Context, mut opts: CreateOptions, extra: RunOptions) -> Result<
         return Ok(TIMEOUT_EXIT);
     }
     Ok(launch::exit_status(ending))
+}
+
+/// Refuses the options that need a foreground run (or contradict `--detach`) with `--detach`.
+fn refuse_detached_with(opts: &CreateOptions, extra: &RunOptions) -> Result<()> {
+    if opts.detach && (extra.timeout.is_some() || extra.record.is_some()) {
+        bail!("--timeout and --record need a foreground run (not --detach)");
+    }
+    if opts.detach && extra.keep {
+        bail!("--detach and --keep cannot both be given");
+    }
+    if opts.detach && extra.output.is_some() {
+        bail!("--output needs a foreground run (not --detach)");
+    }
+    Ok(())
+}
+
+/// A failed create: a late one is recorded; one past `--timeout` ends the run with status 124.
+fn create_failed(id: &str, e: anyhow::Error, extra: &RunOptions, t0: Instant) -> Result<i32> {
+    let Some(late) = e.downcast_ref::<launch::CreateTimedOut>() else {
+        return Err(e);
+    };
+    if let Some(path) = &extra.record {
+        let rec = RunRecord::create_timed_out(
+            id,
+            late.by_run_timeout,
+            t0.elapsed().as_secs_f64(),
+            extra.timeout,
+        );
+        if let Err(w) = rec.write(path) {
+            eprintln!(
+                "rloxsc: cannot write the run record {}: {w:#}",
+                path.display()
+            );
+        }
+    }
+    if late.by_run_timeout {
+        tracing::info!("container {id}: {late}");
+        eprintln!("rloxsc: {late}");
+        return Ok(TIMEOUT_EXIT);
+    }
+    Err(e)
+}
+
+/// Writes the run's record where `--record` asks; failing to is reported but does not fail the run.
+fn write_record(
+    ctx: &Context,
+    id: &str,
+    ending: Ending,
+    timed_out: bool,
+    wall: Duration,
+    extra: &RunOptions,
+    output: Option<(u64, bool)>,
+) {
+    let Some(path) = &extra.record else {
+        return;
+    };
+    let written = RunRecord::of_container(
+        &ctx.layout,
+        id,
+        Some(ending),
+        timed_out,
+        wall.as_secs_f64(),
+        extra.timeout,
+        output,
+    )
+    .and_then(|r| r.write(path));
+    if let Err(e) = written {
+        tracing::warn!("container {id}: cannot write the run record: {e:#}");
+        eprintln!(
+            "rloxsc: cannot write the run record {}: {e:#}",
+            path.display()
+        );
+    }
+}
+
+/// Deletes the ended container, unless `--keep` keeps it (a failure is logged).
+fn clean_up(ctx: &Context, id: &str, keep: bool) {
+    // the cleanup does not grow with what the container wrote (nothing is written back)
+    if keep {
+        tracing::debug!("run {id}: kept (--keep)");
+    } else if let Err(e) = super::delete::delete(ctx, id, true) {
+        tracing::warn!("container {id}: cleanup after run failed: {e:#}");
+    }
 }
