@@ -2,6 +2,7 @@
 //! controls is resolved inside the root (`openat2` `RESOLVE_IN_ROOT`, never on the host), and what
 //! the image lacks (mount targets, writable paths) is made there, never through a symlink out of it.
 
+use std::ffi::{CStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
@@ -58,16 +59,29 @@ pub fn ensure_in_root(
     owner: (u32, u32),
     no_symlinks: bool,
 ) -> Result<Option<OwnedFd>> {
-    ensure_in_root_hops(root, dest, file, mode, owner, no_symlinks, 0)
+    let make = Make {
+        file,
+        mode,
+        owner,
+        no_symlinks,
+    };
+    ensure_in_root_hops(root, dest, make, 0)
 }
 
-fn ensure_in_root_hops(
-    root: &OwnedFd,
-    dest: &Path,
+/// What [`ensure_in_root`] makes: the last component a file or not, mode, owner, no symlinks.
+#[derive(Clone, Copy)]
+struct Make {
     file: bool,
     mode: u32,
     owner: (u32, u32),
     no_symlinks: bool,
+}
+
+/// [`ensure_in_root`] after `hops` dangling symlinks of the image were followed towards `dest`.
+fn ensure_in_root_hops(
+    root: &OwnedFd,
+    dest: &Path,
+    make: Make,
     hops: u32,
 ) -> Result<Option<OwnedFd>> {
     let parts: Vec<_> = rel(dest)
@@ -79,57 +93,28 @@ fn ensure_in_root_hops(
         let last = i + 1 == parts.len();
         let parent = prefix.clone();
         prefix.push(part);
-        match resolve(root, &prefix, no_symlinks, libc::O_PATH) {
+        match resolve(root, &prefix, make.no_symlinks, libc::O_PATH) {
             Ok(fd) if last => return Ok(Some(fd)),
             Ok(_) => continue,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) && no_symlinks => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) && make.no_symlinks => return Ok(None),
             Err(e) => {
                 return Err(e)
                     .with_context(|| format!("cannot reach {} in the rootfs", dest.display()))
             }
         }
-        let dir = resolve(root, &parent, no_symlinks, libc::O_PATH | libc::O_DIRECTORY)
-            .with_context(|| format!("cannot reach {} in the rootfs", dest.display()))?;
+        let dir = resolve(
+            root,
+            &parent,
+            make.no_symlinks,
+            libc::O_PATH | libc::O_DIRECTORY,
+        )
+        .with_context(|| format!("cannot reach {} in the rootfs", dest.display()))?;
         let name = std::ffi::CString::new(part.as_encoded_bytes())?;
-        // SAFETY: mknodat/mkdirat on a valid dirfd with a NUL-terminated name
-        let rc = unsafe {
-            if last && file {
-                libc::mknodat(dir.as_raw_fd(), name.as_ptr(), libc::S_IFREG | 0o644, 0)
-            } else {
-                libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode & 0o1777)
-            }
-        };
-        if rc < 0 {
-            let e = std::io::Error::last_os_error();
+        let is_file = last && make.file;
+        if let Err(e) = make_entry(&dir, &name, is_file, make.mode) {
             if e.raw_os_error() == Some(libc::EEXIST) {
-                // a dangling symlink of the image: made where it points, inside the root (as runc's
-                // securejoin does), never replaced; never for a writable path
-                if no_symlinks || hops >= 40 {
-                    return Ok(None);
-                }
-                let Ok(target) = nix::fcntl::readlinkat(Some(dir.as_raw_fd()), part.as_os_str())
-                else {
-                    return Ok(None);
-                };
-                let target = PathBuf::from(target);
-                let mut next = if target.is_absolute() {
-                    target
-                } else {
-                    parent.join(target)
-                };
-                for rest in &parts[i + 1..] {
-                    next.push(rest);
-                }
-                return ensure_in_root_hops(
-                    root,
-                    &crate::harden::filesystem::normal_abs(&next),
-                    file,
-                    mode,
-                    owner,
-                    no_symlinks,
-                    hops + 1,
-                );
+                return follow_dangling(root, &dir, &parent, &parts[i..], make, hops);
             }
             return Err(e).with_context(|| {
                 format!(
@@ -139,33 +124,91 @@ fn ensure_in_root_hops(
                 )
             });
         }
-        // SAFETY: fchownat/fchmodat of the entry just made, not following a symlink
-        unsafe {
-            tree::check(libc::fchownat(
-                dir.as_raw_fd(),
-                name.as_ptr(),
-                owner.0,
-                owner.1,
-                libc::AT_SYMLINK_NOFOLLOW,
-            ))?;
-            if !(last && file) {
-                // mkdirat applied the umask
-                tree::check(libc::fchmodat(
-                    dir.as_raw_fd(),
-                    name.as_ptr(),
-                    mode & 0o1777,
-                    0,
-                ))?;
-            }
-        }
+        // a directory's mode set again: mkdirat applied the umask
+        set_owner_and_mode(&dir, &name, make.owner, (!is_file).then_some(make.mode))?;
     }
     // `dest` is `/`
     Ok(Some(resolve(
         root,
         Path::new("/"),
-        no_symlinks,
+        make.no_symlinks,
         libc::O_PATH,
     )?))
+}
+
+/// Makes `name` in `dir`: an empty file when `file`, else a directory with `mode` (less the umask).
+fn make_entry(dir: &OwnedFd, name: &CStr, file: bool, mode: u32) -> std::io::Result<()> {
+    // SAFETY: mknodat/mkdirat on a valid dirfd with a NUL-terminated name
+    let rc = unsafe {
+        if file {
+            libc::mknodat(dir.as_raw_fd(), name.as_ptr(), libc::S_IFREG | 0o644, 0)
+        } else {
+            libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode & 0o1777)
+        }
+    };
+    tree::check(rc)
+}
+
+/// Gives `name`, just made in `dir`, its owner, and `mode` when given.
+fn set_owner_and_mode(
+    dir: &OwnedFd,
+    name: &CStr,
+    owner: (u32, u32),
+    mode: Option<u32>,
+) -> Result<()> {
+    // SAFETY: fchownat/fchmodat of the entry just made, not following a symlink
+    unsafe {
+        tree::check(libc::fchownat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            owner.0,
+            owner.1,
+            libc::AT_SYMLINK_NOFOLLOW,
+        ))?;
+        if let Some(mode) = mode {
+            tree::check(libc::fchmodat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                mode & 0o1777,
+                0,
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+/// `parts[0]` in `dir` (at `parent`) is in the way: if a symlink, the path is made where it points.
+fn follow_dangling(
+    root: &OwnedFd,
+    dir: &OwnedFd,
+    parent: &Path,
+    parts: &[OsString],
+    make: Make,
+    hops: u32,
+) -> Result<Option<OwnedFd>> {
+    // a dangling symlink of the image: made where it points, inside the root (as runc's
+    // securejoin does), never replaced; never for a writable path
+    if make.no_symlinks || hops >= 40 {
+        return Ok(None);
+    }
+    let Ok(target) = nix::fcntl::readlinkat(Some(dir.as_raw_fd()), parts[0].as_os_str()) else {
+        return Ok(None);
+    };
+    let target = PathBuf::from(target);
+    let mut next = if target.is_absolute() {
+        target
+    } else {
+        parent.join(target)
+    };
+    for rest in &parts[1..] {
+        next.push(rest);
+    }
+    ensure_in_root_hops(
+        root,
+        &crate::harden::filesystem::normal_abs(&next),
+        make,
+        hops + 1,
+    )
 }
 
 #[cfg(test)]
