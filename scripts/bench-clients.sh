@@ -6,6 +6,8 @@
 # one hyperfine session per client, printing medians and rloxsc/runc ratios. Reuses the client test suite's setup
 # (tests/clients/lib.sh: apt installs, containerd/dockerd started by pid with contrib's configs, images
 # imported from bundles/demo/rootfs) and stops what it started. Usage: scripts/bench-clients.sh [--runs N]
+# Exits 1 when a client could not run (or time) a container through either runtime, 2 on setup errors;
+# `make bench` (scripts/bench.sh) runs it last.
 set -uo pipefail
 RUNS=20
 [ "${1:-}" = --runs ] && RUNS=${2:?}
@@ -59,13 +61,14 @@ bench() { # NAME RLOXSC_CMD RUNC_CMD
     jq -r --arg c "$1" '[.results[] | {(.command): (.median*1000)}] | add | "\($c)\t\(.rloxsc|floor)\t\(.runc|floor)\t\((.rloxsc/.runc*100|floor)/100)"' "$W/$1.json"
 }
 printf 'client\trloxsc ms\trunc ms\trloxsc/runc (medians, %s runs)\n' "$RUNS"
+rc=0
 bench docker "$D run --rm --pull=never --network=none --runtime=rloxsc $IMG_DOCKER /bin/true" \
-             "$D run --rm --pull=never --network=none --runtime=runc $IMG_DOCKER /bin/true"
+             "$D run --rm --pull=never --network=none --runtime=runc $IMG_DOCKER /bin/true" || rc=1
 bench podman "podman run --rm --pull=never --network=none --runtime $RLOXSC $IMG_PODMAN /bin/true" \
-             "podman run --rm --pull=never --network=none --runtime $RUNC $IMG_PODMAN /bin/true"
+             "podman run --rm --pull=never --network=none --runtime $RUNC $IMG_PODMAN /bin/true" || rc=1
 n=0
 bench ctr "bash -c 'ctr -n $CTR_NS run --rm --runtime io.containerd.runc.v2 --runc-binary $RLOXSC $IMG_CTR b\$RANDOM\$\$ /bin/true'" \
-          "bash -c 'ctr -n $CTR_NS run --rm --runtime io.containerd.runc.v2 --runc-binary $RUNC $IMG_CTR b\$RANDOM\$\$ /bin/true'"
+          "bash -c 'ctr -n $CTR_NS run --rm --runtime io.containerd.runc.v2 --runc-binary $RUNC $IMG_CTR b\$RANDOM\$\$ /bin/true'" || rc=1
 
 # CRI: the test suite's CRI containerd (its own socket; the shared PATH dir above has runc, so the
 # default handler "runc" works here), a pod of one container (sh waiting for SIGTERM) per cycle
@@ -76,7 +79,9 @@ if rx_cri_venv >"$W/cri-setup.log" 2>&1 && rx_ensure_containerd_cri >>"$W/cri-se
     && ctr -a "$CRI_SOCK" -n "$CRI_NS" image import "$W/cri-pause.tar" >>"$W/cri-setup.log" 2>&1 \
     && rx_cri_cycle_configs "$W/cri"; then
     CRI_CYCLE="$CRI_VENV/bin/python $REPO/tests/clients/cri_client.py --socket $CRI_SOCK cycle $W/cri/cycle-pod.json $W/cri/cycle-ctr.json"
-    bench cri "$CRI_CYCLE rloxsc" "$CRI_CYCLE runc"
+    bench cri "$CRI_CYCLE rloxsc" "$CRI_CYCLE runc" || rc=1
 else
     echo "cri: not measured (setup failed):"; tail -n 5 "$W/cri-setup.log"
+    rc=1
 fi
+exit "$rc"

@@ -6,7 +6,7 @@
 # behind), 2 on usage/setup errors. docs/benchmarks.md says how to read the output.
 #
 # Usage: scripts/bench.sh [--runs N] [--containers N] [--soak N] [--rloxsc PATH] [--baseline PATH]
-#                         [--json-dir DIR] [--no-steps] [--record]
+#                         [--json-dir DIR] [--no-steps] [--no-clients] [--record]
 #   --runs N        timed runs per runtime and scenario (default 30)
 #   --containers N  containers in the throughput scenario, 8 at a time (default 200)
 #   --soak N        rloxsc only: N containers (create, start, wait, delete; 8 in parallel) in groups
@@ -18,6 +18,9 @@
 #                   between separate runs
 #   --json-dir DIR  also copy hyperfine's JSON exports to DIR (kept)
 #   --no-steps      skip the "what each hardening step costs" table (crun variants, rloxsc phases)
+#   --no-clients    skip `docker run --rm`, `podman run --rm`, `ctr run --rm` and a CRI pod's life
+#                   through rloxsc and through runc (scripts/bench-clients.sh, run last, in the host's
+#                   mount namespace: the clients' daemons need the host's mounts as they are)
 #   --record        append this run's line to the dated history in docs/benchmarks.md
 #
 # The runtimes: rloxsc, installed as `make install` does (immutable, so it runs as is); rloxsc-reexec,
@@ -43,6 +46,7 @@ RLOXSC="$REPO/target/x86_64-unknown-linux-gnu/release/rloxsc"
 BASELINE=""
 JSON_DIR=""
 STEPS=1
+CLIENTS=1
 SOAK=1000
 RECORD=0
 WARMUP=3
@@ -63,6 +67,7 @@ while [ $# -gt 0 ]; do
         --json-dir) JSON_DIR=${2:?--json-dir needs a value}; shift 2 ;;
         --json-dir=*) JSON_DIR=${1#*=}; shift ;;
         --no-steps) STEPS=0; shift ;;
+        --no-clients) CLIENTS=0; shift ;;
         --soak) SOAK=${2:?--soak needs a value}; shift 2 ;;
         --soak=*) SOAK=${1#*=}; shift ;;
         --record) RECORD=1; shift ;;
@@ -106,7 +111,15 @@ fi
 
 # --------------------------------------------------- one mount view ----
 if [ -z "${RLOXSC_BENCH_IN_NS:-}" ]; then
-    exec unshare -m --propagation private env RLOXSC_BENCH_IN_NS=1 bash "${BASH_SOURCE[0]}" "${args[@]}"
+    unshare -m --propagation private env RLOXSC_BENCH_IN_NS=1 bash "${BASH_SOURCE[0]}" "${args[@]}"
+    rc=$?
+    # the clients' daemons need the host's mounts as they are: measured here, after the rest
+    if [ "$CLIENTS" = 1 ] && [ "$rc" != 2 ]; then
+        echo
+        echo "through the clients (scripts/bench-clients.sh; the build tree's binary, installed as tests/clients does):"
+        bash "$REPO/scripts/bench-clients.sh" --runs "$RUNS" || { echo "WARNING: a client could not be benchmarked"; rc=1; }
+    fi
+    exit "$rc"
 fi
 UNMOUNTED_UNIFIED=0
 if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
