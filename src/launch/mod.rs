@@ -12,9 +12,14 @@
 //! - the container is verified from outside with its effective policy before anything reports success;
 //! - waiting for a process in the foreground ([`wait`]) forwards signals and enforces a wall time.
 
+pub mod build;
+pub mod completion;
 pub mod create;
+pub mod deadline;
 pub mod exec;
+pub mod filesystem;
 pub mod identity;
+pub mod input;
 pub mod wait;
 
 use std::path::{Path, PathBuf};
@@ -32,8 +37,10 @@ use crate::policy::{keys, Policy};
 use crate::verify::{self, Probe};
 use crate::{fsutil, seccomp};
 
-pub use create::{create, CreateOptions, CreateTimedOut, Created};
+pub use create::{create, Created};
+pub use deadline::CreateTimedOut;
 pub use exec::{exec, ExecRequest, Executed};
+pub use input::CreateOptions;
 pub use wait::{exit_status, TerminalSession, Waiter};
 
 /// Until disarmed, gives back everything container `id` holds when dropped (a create or start that
