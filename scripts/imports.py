@@ -93,8 +93,8 @@ def resolve(path, here, mods):
 # prefix that matches a module (itself or a parent) gives its layer.
 LAYERS = [
     # 0 foundations: data and kernel interfaces that know nothing of containers' lifecycles
-    ("foundations", ["errors", "fsutil", "mountapi", "mountinfo", "vmchild", "cgroups", "policy",
-                     "duration", "trust", "tty", "network::allow"]),
+    ("foundations", ["errors", "fsutil", "fstree", "mountapi", "mountinfo", "vmchild", "cgroups",
+                     "policy", "duration", "trust", "tty", "network::allow"]),
     # 1 the pure policy: the hardening transform, the seccomp allowlist, the policy file
     ("policy", ["harden", "seccomp", "policy_file", "limits::rules"]),
     # 2 the host side of one container: state, identity, filesystem, verification, records

@@ -23,6 +23,7 @@ pub mod exeseal;
 pub mod facts;
 pub mod fault;
 pub mod footprint;
+pub mod fstree;
 pub mod fsutil;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]

@@ -26,8 +26,8 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::fstree;
 use crate::policy::keys;
-use crate::rootfs::tree;
 
 /// `quotactl` sub-commands and the project quota type (linux/quota.h, linux/dqblk_xfs.h).
 const Q_GETQUOTA: u32 = 0x80_0007;
@@ -167,7 +167,7 @@ fn quotactl(fd: RawFd, cmd: u32, id: u32, addr: *mut libc::c_void) -> std::io::R
 fn get_xattr(fd: RawFd) -> std::io::Result<FsXattr> {
     let mut x = FsXattr::default();
     // SAFETY: FS_IOC_FSGETXATTR fills a struct fsxattr we own
-    tree::check(unsafe { libc::ioctl(fd, FS_IOC_FSGETXATTR, &mut x as *mut FsXattr) })?;
+    fstree::check(unsafe { libc::ioctl(fd, FS_IOC_FSGETXATTR, &mut x as *mut FsXattr) })?;
     Ok(x)
 }
 
@@ -184,7 +184,7 @@ fn set_project(fd: RawFd, project: u32, inherit: bool) -> std::io::Result<()> {
     x.projid = project;
     x.xflags = flags;
     // SAFETY: FS_IOC_FSSETXATTR reads the struct fsxattr we own
-    tree::check(unsafe { libc::ioctl(fd, FS_IOC_FSSETXATTR, &x as *const FsXattr) })
+    fstree::check(unsafe { libc::ioctl(fd, FS_IOC_FSSETXATTR, &x as *const FsXattr) })
 }
 
 fn get_quota(fd: RawFd, project: u32) -> std::io::Result<DqBlk> {
@@ -268,7 +268,7 @@ fn label(
     labelled: &mut u64,
     deadline: std::time::Instant,
 ) -> std::io::Result<()> {
-    if depth > tree::MAX_DEPTH {
+    if depth > fstree::MAX_DEPTH {
         return Err(std::io::Error::other("nested too deep to label"));
     }
     if std::time::Instant::now() > deadline {
@@ -278,22 +278,22 @@ fn label(
     }
     set_project(dir.as_raw_fd(), project, true)?;
     *labelled += 1;
-    for name in tree::names_in(dir)? {
-        let st = tree::lstat_at(dir.as_raw_fd(), &name)?;
-        match tree::kind(&st) {
-            tree::Kind::Dir => {
-                let d = tree::open_dir_at(dir.as_raw_fd(), &name)?;
+    for name in fstree::names_in(dir)? {
+        let st = fstree::lstat_at(dir.as_raw_fd(), &name)?;
+        match fstree::kind(&st) {
+            fstree::Kind::Dir => {
+                let d = fstree::open_dir_at(dir.as_raw_fd(), &name)?;
                 label(&d, project, depth + 1, labelled, deadline)?;
             }
-            tree::Kind::File => {
-                let f = tree::open_at(
+            fstree::Kind::File => {
+                let f = fstree::open_at(
                     dir.as_raw_fd(),
                     &name,
                     libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY,
                     0,
                 )?;
-                let now = tree::stat_fd(f.as_raw_fd())?;
-                if tree::kind(&now) == tree::Kind::File && now.st_ino == st.st_ino {
+                let now = fstree::stat_fd(f.as_raw_fd())?;
+                if fstree::kind(&now) == fstree::Kind::File && now.st_ino == st.st_ino {
                     set_project(f.as_raw_fd(), project, false)?;
                     *labelled += 1;
                 }
@@ -316,12 +316,12 @@ pub fn bound_layer(parent: &OwnedFd, upper: &CStr, works: &[&CStr], want: Want) 
             keys::DISK
         )
     };
-    let up = tree::open_dir_at(parent.as_raw_fd(), upper)
+    let up = fstree::open_dir_at(parent.as_raw_fd(), upper)
         .map_err(|e| fail(format!("cannot open its upper layer: {e}")))?;
     if let Some(cause) = unsupported(up.as_raw_fd()) {
         return unbounded(cause, want);
     }
-    let st = tree::stat_fd(up.as_raw_fd()).map_err(|e| fail(e.to_string()))?;
+    let st = fstree::stat_fd(up.as_raw_fd()).map_err(|e| fail(e.to_string()))?;
     let has = get_xattr(up.as_raw_fd())
         .map_err(|e| fail(format!("cannot read its project: {e}")))?
         .projid;
@@ -358,7 +358,7 @@ pub fn bound_layer(parent: &OwnedFd, upper: &CStr, works: &[&CStr], want: Want) 
         tracing::debug!("{labelled} entries of the client's layer labelled project {project}");
     }
     for w in works {
-        match tree::open_dir_at(parent.as_raw_fd(), w) {
+        match fstree::open_dir_at(parent.as_raw_fd(), w) {
             Ok(d) => label(&d, project, 0, &mut 0, want.deadline).map_err(|e| {
                 fail(format!(
                     "cannot give the work directory {} project {project}: {e}",

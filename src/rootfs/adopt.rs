@@ -22,7 +22,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use anyhow::Result;
 
-use super::tree::{self, Kind};
+use crate::fstree::{self, Kind};
 use crate::idmap::IdMap;
 
 /// Entries given to the container so far.
@@ -55,7 +55,7 @@ fn walk_through(
     out: &mut Adopted,
     depth: usize,
 ) -> Result<()> {
-    if depth > tree::MAX_DEPTH {
+    if depth > fstree::MAX_DEPTH {
         return Ok(());
     }
     // through the overlay, the container's host ids; through a direct path's own directory (not
@@ -63,11 +63,11 @@ fn walk_through(
     let through_overlay = nix::sys::statfs::fstatfs(view)
         .map(|f| f.filesystem_type() == nix::sys::statfs::OVERLAYFS_SUPER_MAGIC)
         .unwrap_or(true);
-    for name in tree::names_in(upper)? {
-        let Ok(st) = tree::lstat_at(upper.as_raw_fd(), &name) else {
+    for name in fstree::names_in(upper)? {
+        let Ok(st) = fstree::lstat_at(upper.as_raw_fd(), &name) else {
             continue;
         };
-        let k = tree::kind(&st);
+        let k = fstree::kind(&st);
         if k == Kind::Whiteout {
             continue;
         }
@@ -103,8 +103,8 @@ fn walk_through(
         }
         if k == Kind::Dir {
             if let (Ok(du), Ok(dv)) = (
-                tree::open_dir_at(upper.as_raw_fd(), &name),
-                tree::open_dir_at(view.as_raw_fd(), &name),
+                fstree::open_dir_at(upper.as_raw_fd(), &name),
+                fstree::open_dir_at(view.as_raw_fd(), &name),
             ) {
                 walk_through(&du, &dv, mapping, writers, out, depth + 1)?;
             }

@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::tree;
+use crate::fstree;
 use crate::fsutil::{openat2, RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS};
 use crate::policy::keys;
 
@@ -146,7 +146,7 @@ fn make_entry(dir: &OwnedFd, name: &CStr, file: bool, mode: u32) -> std::io::Res
             libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode & 0o1777)
         }
     };
-    tree::check(rc)
+    fstree::check(rc)
 }
 
 /// Gives `name`, just made in `dir`, its owner, and `mode` when given.
@@ -158,7 +158,7 @@ fn set_owner_and_mode(
 ) -> Result<()> {
     // SAFETY: fchownat/fchmodat of the entry just made, not following a symlink
     unsafe {
-        tree::check(libc::fchownat(
+        fstree::check(libc::fchownat(
             dir.as_raw_fd(),
             name.as_ptr(),
             owner.0,
@@ -166,7 +166,7 @@ fn set_owner_and_mode(
             libc::AT_SYMLINK_NOFOLLOW,
         ))?;
         if let Some(mode) = mode {
-            tree::check(libc::fchmodat(
+            fstree::check(libc::fchmodat(
                 dir.as_raw_fd(),
                 name.as_ptr(),
                 mode & 0o1777,

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::tree;
+use crate::fstree;
 use crate::fsutil::{openat2, RESOLVE_BENEATH, RESOLVE_NO_SYMLINKS};
 use crate::mountapi;
 use crate::policy::keys;
@@ -102,14 +102,13 @@ impl Kept {
         drop(upper);
         let name = std::ffi::CString::new(self.work.as_str())?;
         // SAFETY: mkdirat on the clone's directory fd with a NUL-terminated name
-        tree::check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o700) }).with_context(
-            || {
+        fstree::check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o700) })
+            .with_context(|| {
                 format!(
                     "cannot make rloxsc's work directory next to {}",
                     self.client_upper.display()
                 )
-            },
-        )?;
+            })?;
         Ok(dir)
     }
 
@@ -183,7 +182,7 @@ impl Kept {
             let dir = self.open()?;
             let name = std::ffi::CString::new(self.work.as_str())?;
             let mut removed = 0;
-            match tree::remove_entry(dir.as_raw_fd(), &name, 0, &mut removed) {
+            match fstree::remove_entry(dir.as_raw_fd(), &name, 0, &mut removed) {
                 Ok(()) => {}
                 Err(e) => {
                     return Err(e).with_context(|| {

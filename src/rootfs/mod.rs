@@ -38,7 +38,6 @@ pub mod hostview;
 pub mod inroot;
 pub mod layer;
 pub mod layers;
-pub mod tree;
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -46,6 +45,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::fstree;
 use crate::fsutil::{openat2, RESOLVE_NO_SYMLINKS};
 use crate::idmap::IdMap;
 use crate::limits::disk::Bound;
@@ -257,7 +257,7 @@ fn make_store(views: &mut ViewDir, tag: &str, size: StoreSize, top: &OwnedFd) ->
         )
     })?;
     let store = views.add_kept(&fs, "store")?;
-    let st = tree::stat_fd(top.as_raw_fd())?;
+    let st = fstree::stat_fd(top.as_raw_fd())?;
     for (d, owner, mode) in [
         ("upper", (st.st_uid, st.st_gid), st.st_mode & 0o1777),
         ("work", (0, 0), 0o700),
@@ -441,14 +441,14 @@ fn direct_path(
     name: &str,
 ) -> Result<Option<(PathBuf, PathBuf)>> {
     let merged = resolve(rootfd, dest, true, libc::O_RDONLY | libc::O_DIRECTORY)?;
-    if !tree::is_empty_dir(&merged)? {
+    if !fstree::is_empty_dir(&merged)? {
         return Ok(None);
     }
     // copied up (the directory and the ones above it made in the upper layer), attributes as they
     // are: a chown to its own owner
-    let st = tree::stat_fd(fd.as_raw_fd())?;
+    let st = fstree::stat_fd(fd.as_raw_fd())?;
     // SAFETY: fchownat of an fd we hold, with AT_EMPTY_PATH, to the owner it has
-    tree::check(unsafe {
+    fstree::check(unsafe {
         libc::fchownat(
             merged.as_raw_fd(),
             c"".as_ptr(),
@@ -468,7 +468,7 @@ fn direct_path(
         crate::fsutil::RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
     )
     .with_context(|| format!("cannot open {} in the client's layer", dest.display()))?;
-    if !tree::is_empty_dir(&upper)? {
+    if !fstree::is_empty_dir(&upper)? {
         return Ok(None); // whiteouts of the image's entries
     }
     let writers = mapping
@@ -508,10 +508,10 @@ fn make_copyups(
                 keys::TMPFS
             );
         };
-        let st = tree::stat_fd(fd.as_raw_fd())?;
+        let st = fstree::stat_fd(fd.as_raw_fd())?;
         let fs = mountapi::tmpfs(&c.data, 0)?;
         let t = views.add(&fs, &format!("c{i}-tmpfs"), false)?;
-        if tree::is_empty_dir(&tree::open_dir_at(fd.as_raw_fd(), c".")?)? {
+        if fstree::is_empty_dir(&fstree::open_dir_at(fd.as_raw_fd(), c".")?)? {
             // nothing of the image to show: the caller's tmpfs itself, as runc's copy of nothing
             // leaves it, with the image directory's owner and mode unless the caller set them
             let set = |k: &str| c.data.iter().any(|(key, _)| key == k);
@@ -648,8 +648,8 @@ fn make_writable(
             ));
             continue;
         };
-        let st = tree::stat_fd(fd.as_raw_fd())?;
-        if tree::kind(&st) != tree::Kind::Dir {
+        let st = fstree::stat_fd(fd.as_raw_fd())?;
+        if fstree::kind(&st) != fstree::Kind::Dir {
             skipped.push((
                 w.dest.clone(),
                 "the image has no directory there".to_string(),
