@@ -361,7 +361,7 @@ fn writable_candidates(
     let cwd = spec
         .process()
         .as_ref()
-        .map(|p| crate::harden::filesystem::normal_abs(p.cwd()));
+        .map(|p| crate::paths::normal_abs(p.cwd()));
     let env_home = spec.process().as_ref().and_then(|p| {
         p.env().iter().flatten().find_map(|e| {
             e.strip_prefix("HOME=")
@@ -371,7 +371,7 @@ fn writable_candidates(
     });
     let home = env_home
         .or_else(|| image_home.map(|h| PathBuf::from(h.home())))
-        .map(|h| crate::harden::filesystem::normal_abs(&h));
+        .map(|h| crate::paths::normal_abs(&h));
     writable
         .iter()
         .filter(|w| w.path.starts_with('/'))

@@ -65,9 +65,9 @@ pub fn facts_for(spec: &Spec) -> HostFacts {
             let c = if s.contains("link-to-root") {
                 PathBuf::from("/")
             } else if src.is_absolute() {
-                crate::harden::filesystem::normal_abs(src)
+                crate::paths::normal_abs(src)
             } else {
-                crate::harden::filesystem::normal_abs(&Path::new("/bundle").join(src))
+                crate::paths::normal_abs(&Path::new("/bundle").join(src))
             };
             canonical_sources.insert(src.clone(), c);
         }

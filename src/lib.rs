@@ -37,6 +37,7 @@ pub mod logging;
 pub mod mountapi;
 pub mod mountinfo;
 pub mod network;
+pub mod paths;
 pub mod policy;
 pub mod policy_file;
 pub mod record;

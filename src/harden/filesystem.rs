@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use oci_spec::runtime::{Mount, Spec};
 
 use super::{refuse, Changes, HostFacts, Refusal};
+use crate::paths::normal_abs;
 use crate::policy::{self, keys, Policy};
 
 /// Kernel filesystems a caller may mount (anything else but a bind mount is refused).
@@ -463,21 +464,6 @@ pub const WRITABLE_MARK: &str = "x-rloxsc-writable";
 
 /// The source of a writable path in the hardened spec: [`crate::rootfs`] gives it its real one.
 pub const WRITABLE_SOURCE: &str = "/run/rloxsc-views/writable";
-
-/// `path` made absolute and normal (`.` and `..` resolved lexically).
-pub fn normal_abs(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for c in path.components() {
-        match c {
-            std::path::Component::Normal(n) => out.push(n),
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            _ => {}
-        }
-    }
-    out
-}
 
 /// The process's HOME as the process will have it: its environment's, else the image's passwd
 /// file's (as [`super::harden_process`] sets it).

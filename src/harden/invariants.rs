@@ -303,7 +303,7 @@ fn check_mounts(spec: &Spec, policy: &Policy, facts: &HostFacts) -> Result<(), S
 
 /// rloxsc's own writable path: never a system path, never without nosuid,nodev.
 fn check_writable_path(m: &Mount, o: &[String], dest: &str) -> Result<(), String> {
-    if crate::policy::is_system_path(&super::filesystem::normal_abs(Path::new(&dest))) {
+    if crate::policy::is_system_path(&crate::paths::normal_abs(Path::new(&dest))) {
         return Err(format!("writable path at the system path {dest}"));
     }
     if m.source().as_deref() != Some(Path::new(super::filesystem::WRITABLE_SOURCE)) {

@@ -203,12 +203,7 @@ fn follow_dangling(
     for rest in &parts[1..] {
         next.push(rest);
     }
-    ensure_in_root_hops(
-        root,
-        &crate::harden::filesystem::normal_abs(&next),
-        make,
-        hops + 1,
-    )
+    ensure_in_root_hops(root, &crate::paths::normal_abs(&next), make, hops + 1)
 }
 
 #[cfg(test)]
