@@ -42,6 +42,13 @@ pub struct Placement {
 /// How long killing a cgroup's processes or removing it may take at most.
 const STEP_LIMIT: Duration = Duration::from_secs(10);
 
+/// How long an OOM-killed container's cgroup is kept after its last process is gone, so that a
+/// watcher of its memory events (containerd's shim, for Docker's `State.OOMKilled` and Kubernetes'
+/// `OOMKilled` reason) reads the kill before the files go: cgroup v2 delivers file notifications up
+/// to 10 ms late (`CGROUP_FILE_NOTIFY_MIN_INTV`), and a read after the rmdir fails. runc's slower
+/// delete left that time by accident; only OOM-killed containers wait.
+const OOM_NOTICE: Duration = Duration::from_millis(50);
+
 /// Why the systemd driver cannot be used on this host, if it cannot: systemd must run as PID 1
 /// (`/run/systemd/system`, as `sd_booted` checks) and the cgroups must be pure v2, where rloxsc's
 /// mechanics (libcgroups) drive systemd. runc refuses `--systemd-cgroup` without systemd too.
@@ -342,6 +349,21 @@ impl Placement {
         }
     }
 
+    /// Whether the kernel OOM-killed a process of the cgroup (`oom_kill` in v2's `memory.events` or
+    /// v1's `memory.oom_control`).
+    fn oom_killed(&self) -> bool {
+        let v1 = self.v1_dir("memory").join("memory.oom_control");
+        let v2 = self.v2_dir().join("memory.events");
+        [v1, v2].iter().any(|f| {
+            crate::fsutil::read_small_string(f).is_ok_and(|s| {
+                s.lines().any(|l| {
+                    l.strip_prefix("oom_kill ")
+                        .is_some_and(|n| n.trim().parse::<u64>().is_ok_and(|n| n > 0))
+                })
+            })
+        })
+    }
+
     /// The cgroup's directory in every hierarchy that has it (each v1 hierarchy, the v2 tree), each
     /// once (v1's `cpu` and `cpuacct` are symlinks to `cpu,cpuacct`).
     fn dirs(&self) -> Vec<PathBuf> {
@@ -372,6 +394,9 @@ impl Placement {
                 return Ok(());
             }
             self.kill_all();
+            if self.oom_killed() {
+                std::thread::sleep(OOM_NOTICE);
+            }
             if remove_dirs(&dirs) {
                 return Ok(());
             }
