@@ -523,14 +523,26 @@ impl Syscall for LinuxSyscall {
             // caps::set cannot set capabilities in bounding set,
             // so we do it differently
             CapSet::Bounding => {
-                // get all capabilities
-                let all = caps::read(None, CapSet::Bounding)?;
-                // the difference will give capabilities
-                // which are to be unset
-                // for each such =, drop that capability
-                // after this, only those which are to be set will remain set
-                for c in all.difference(value) {
-                    caps::drop(None, CapSet::Bounding, *c)?
+                // drop every capability not to be kept, without reading the set first (one
+                // PR_CAPBSET_READ per capability): dropping one that is already gone succeeds,
+                // and one the kernel does not know (EINVAL) is not in the set
+                for c in caps::all().difference(value) {
+                    // SAFETY: PR_CAPBSET_DROP takes a capability number and touches no memory
+                    let ret = unsafe {
+                        libc::prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(c.index()), 0, 0, 0)
+                    };
+                    if ret == 0 {
+                        continue;
+                    }
+                    match nix::errno::Errno::last() {
+                        nix::errno::Errno::EINVAL => {}
+                        // without CAP_SETPCAP nothing can be dropped: only a capability still in
+                        // the set is an error, as before
+                        _ if caps::has_cap(None, CapSet::Bounding, *c).unwrap_or(true) => {
+                            caps::drop(None, CapSet::Bounding, *c)?
+                        }
+                        _ => {}
+                    }
                 }
             }
             CapSet::Ambient => {
