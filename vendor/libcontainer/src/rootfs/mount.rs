@@ -1,4 +1,4 @@
-use std::fs::{Permissions, canonicalize};
+use std::fs::Permissions;
 use std::io::{BufRead, BufReader, ErrorKind};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -491,6 +491,7 @@ impl Mount {
         self.mount_at(
             &subsystem_mount,
             Path::new("cgroup"),
+            None,
             dest.as_fd(),
             &mount_options_config,
             &mount_options_config.data,
@@ -685,20 +686,33 @@ impl Mount {
 
         let source = m.source().as_ref().ok_or(MountError::NoSource)?;
         let dir_perm = Permissions::from_mode(0o755);
-        let (src, existing) = if is_bind(m) {
-            let src = canonicalize(source).map_err(|err| {
-                tracing::error!("failed to canonicalize {:?}: {}", source, err);
-                err
+        let (src, src_fd, existing) = if is_bind(m) {
+            // the source is opened once (following symlinks, as canonicalizing it did) and bound
+            // from that handle: canonicalizing read each component's link back (a failing
+            // readlink per component) and two stats asked again whether it is a directory
+            let raw_src = nix::fcntl::open(
+                source.as_path(),
+                nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC,
+                nix::sys::stat::Mode::empty(),
+            )
+            .map_err(|err| {
+                tracing::error!("failed to open the bind source {:?}: {}", source, err);
+                std::io::Error::from(err)
             })?;
+            // SAFETY: open just returned this descriptor, which nothing else owns
+            let src_fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw_src) };
+            let src_is_dir = nix::sys::stat::fstat(src_fd.as_raw_fd())
+                .map(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+                .map_err(std::io::Error::from)?;
 
-            let existing = existing_destination(&root, container_dest, src.is_dir()).or_else(|| {
-                src.is_dir()
+            let existing = existing_destination(&root, container_dest, src_is_dir).or_else(|| {
+                src_is_dir
                     .then(|| made_in_existing_parent(&root, container_dest))
                     .flatten()
             });
             if existing.is_some() {
                 // nothing to create
-            } else if src.is_dir() {
+            } else if src_is_dir {
                 root.mkdir_all(container_dest, &dir_perm)?;
             } else {
                 let parent = container_dest
@@ -723,21 +737,28 @@ impl Mount {
                 }?;
             };
 
-            (src, existing)
+            (source.clone(), Some(src_fd), existing)
         } else {
             let existing = existing_destination(&root, container_dest, true)
                 .or_else(|| made_in_existing_parent(&root, container_dest));
             if existing.is_none() {
                 root.mkdir_all(container_dest, &dir_perm)?;
             }
-            (PathBuf::from(source), existing)
+            (PathBuf::from(source), None, existing)
         };
 
         let dest: OwnedFd = match existing {
             Some(fd) => fd,
             None => root.resolve(container_dest)?.into(),
         };
-        self.mount_at(m, &src, dest.as_fd(), mount_option_config, &data_options)
+        self.mount_at(
+            m,
+            &src,
+            src_fd.as_ref().map(|fd| fd.as_fd()),
+            dest.as_fd(),
+            mount_option_config,
+            &data_options,
+        )
     }
 
     /// Mounts `m` (whose source is `src`) on the directory or file `dest_fd`, already resolved
@@ -746,6 +767,7 @@ impl Mount {
         &self,
         m: &SpecMount,
         src: &Path,
+        src_fd: Option<std::os::fd::BorrowedFd<'_>>,
         dest_fd: std::os::fd::BorrowedFd<'_>,
         mount_option_config: &MountOptionConfig,
         data_options: &[String],
@@ -768,10 +790,17 @@ impl Mount {
                 open_tree_flags |= libc::AT_RECURSIVE as libc::c_uint;
             };
 
-            let src_str = src.to_str().ok_or(SyscallError::Nix(Errno::EINVAL))?;
-            let mount_fd_owned =
-                self.syscall
-                    .open_tree(libc::AT_FDCWD, Some(src_str), open_tree_flags)?;
+            // a source opened by the caller is cloned from its handle (AT_EMPTY_PATH)
+            let (dirfd, src_str) = match src_fd {
+                Some(fd) => (fd.as_raw_fd(), ""),
+                None => (
+                    libc::AT_FDCWD,
+                    src.to_str().ok_or(SyscallError::Nix(Errno::EINVAL))?,
+                ),
+            };
+            let mount_fd_owned = self
+                .syscall
+                .open_tree(dirfd, Some(src_str), open_tree_flags)?;
             let mount_fd = mount_fd_owned.as_fd();
 
             // mount_setattr
