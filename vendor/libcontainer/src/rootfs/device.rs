@@ -1,11 +1,12 @@
+use std::os::fd::AsFd;
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use libc;
-use nix::fcntl::{OFlag, open};
-use nix::mount::MsFlags;
+use nix::fcntl::{OFlag, OpenHow, ResolveFlag, open, openat2};
 use nix::sys::stat::{FileStat, Mode, fstat, umask};
-use nix::unistd::{Gid, Uid, close};
+use nix::unistd::{Gid, Uid};
 use oci_spec::runtime::LinuxDevice;
 
 use super::utils::to_sflag;
@@ -84,6 +85,9 @@ impl Device {
         I: IntoIterator<Item = &'a LinuxDevice>,
     {
         let old_mode = umask(Mode::from_bits_truncate(0o000));
+        // a bind target is made inside the rootfs opened once (openat2 in its root), not through
+        // a path canonicalized again for each device
+        let root = if bind { Some(open_rootfs(rootfs)?) } else { None };
         devices
             .into_iter()
             .map(|dev| {
@@ -95,8 +99,8 @@ impl Device {
                     return Err(DeviceError::InvalidDevicePath(dev.path().to_path_buf()));
                 }
 
-                if bind {
-                    self.bind_dev(rootfs, dev)
+                if let Some(root) = &root {
+                    self.bind_dev_at(root, rootfs, dev)
                 } else {
                     self.mknod_dev(rootfs, dev)
                 }
@@ -107,39 +111,42 @@ impl Device {
         Ok(())
     }
 
+    #[cfg(test)]
     fn bind_dev(&self, rootfs: &Path, dev: &LinuxDevice) -> Result<()> {
-        let full_container_path = create_container_dev_path(rootfs, dev)?;
-        tracing::debug!(
-            "bind_dev with full container path {:?}",
-            full_container_path
-        );
+        self.bind_dev_at(&open_rootfs(rootfs)?, rootfs, dev)
+    }
 
-        let fd = open(
-            &full_container_path,
-            OFlag::O_RDWR | OFlag::O_CREAT,
-            Mode::from_bits_truncate(0o644),
-        )
-        .inspect_err(|err| {
-            tracing::error!("failed to open bind dev {:?}: {}", full_container_path, err);
+    /// Binds the host's `dev` onto a file made for it in the rootfs `root` (opened from `rootfs`):
+    /// the target is created (or, when it exists, resolved) with openat2 inside the root, and the
+    /// device's mount is cloned (open_tree) and moved onto that handle, so no path is looked up
+    /// twice and nothing is followed out of the root.
+    fn bind_dev_at(&self, root: &OwnedFd, rootfs: &Path, dev: &LinuxDevice) -> Result<()> {
+        let relative = dev.path().as_relative().map_err(|err| DeviceError::Other(err.into()))?;
+        let target = dev_target(root, rootfs, relative).inspect_err(|err| {
+            tracing::error!("failed to make the bind target of {:?}: {}", dev.path(), err);
         })?;
-        close(fd)?;
+        let source = dev
+            .path()
+            .to_str()
+            .ok_or_else(|| DeviceError::InvalidDevicePath(dev.path().to_path_buf()))?;
+        let tree = self.syscall.open_tree(
+            libc::AT_FDCWD,
+            Some(source),
+            (libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC) as u32,
+        )?;
         self.syscall
-            .mount(
-                Some(dev.path()),
-                &full_container_path,
-                Some("bind"),
-                MsFlags::MS_BIND,
+            .move_mount(
+                tree.as_fd(),
                 None,
+                target.as_fd(),
+                None,
+                crate::syscall::linux::MOVE_MOUNT_F_EMPTY_PATH
+                    | crate::syscall::linux::MOVE_MOUNT_T_EMPTY_PATH,
             )
             .map_err(|err| {
-                tracing::error!(
-                    ?err,
-                    path = ?full_container_path,
-                    "failed to mount bind dev",
-                );
+                tracing::error!(?err, path = ?dev.path(), "failed to mount bind dev");
                 err
             })?;
-
         Ok(())
     }
 
@@ -190,6 +197,51 @@ impl Device {
             })?;
 
         Ok(())
+    }
+}
+
+/// The rootfs directory, opened once for the bind targets of its devices.
+fn open_rootfs(rootfs: &Path) -> Result<OwnedFd> {
+    let fd = open(
+        rootfs,
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?;
+    // SAFETY: open just returned this descriptor, which nothing else owns
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The file a device is bound onto: made in the root (`O_CREAT | O_EXCL`, 0644) or, when it
+/// exists already, resolved in it; a missing parent directory is made first (pathrs, in the root).
+fn dev_target(root: &OwnedFd, rootfs: &Path, relative: &Path) -> Result<OwnedFd> {
+    let in_root = |flags: OFlag, mode: u64| {
+        let how = OpenHow::new()
+            .flags(flags | OFlag::O_CLOEXEC)
+            .mode(Mode::from_bits_truncate(mode as libc::mode_t))
+            .resolve(ResolveFlag::RESOLVE_IN_ROOT | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+        // openat2 fails with EAGAIN when a rename raced the lookup: retried, as pathrs does
+        let mut tries = 0;
+        loop {
+            match openat2(root.as_raw_fd(), relative, how) {
+                Err(nix::Error::EAGAIN) if tries < 16 => tries += 1,
+                // SAFETY: openat2 just returned this descriptor, which nothing else owns
+                other => return other.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+            }
+        }
+    };
+    let create = || in_root(OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL, 0o644);
+    match create() {
+        Ok(fd) => Ok(fd),
+        Err(nix::Error::EEXIST) => Ok(in_root(OFlag::O_PATH, 0)?),
+        Err(nix::Error::ENOENT) => {
+            if let Some(parent) = relative.parent().filter(|p| !p.as_os_str().is_empty()) {
+                pathrs::Root::open(rootfs)
+                    .and_then(|r| r.mkdir_all(parent, &std::fs::Permissions::from_mode(0o755)))
+                    .map_err(|err| DeviceError::Other(err.into()))?;
+            }
+            Ok(create()?)
+        }
+        Err(err) => Err(err.into()),
     }
 }
 
@@ -256,13 +308,10 @@ mod tests {
             .as_any()
             .downcast_ref::<TestHelperSyscall>()
             .unwrap();
-        let mount_args = helper.get_mount_args();
-        assert_eq!(1, mount_args.len());
-        let got = &mount_args[0];
-        assert_eq!(Some(PathBuf::from("/dev/null")), got.source);
-        assert_eq!(tmp_dir.path().join("dev").join("null"), got.target);
-        assert_eq!(MsFlags::MS_BIND, got.flags);
-        assert!(got.data.is_none());
+        let trees = helper.get_open_tree_args();
+        assert_eq!(1, trees.len());
+        assert_eq!(Some("/dev/null".to_string()), trees[0].path);
+        assert!(tmp_dir.path().join("dev").join("null").is_file());
         Ok(())
     }
 
@@ -347,13 +396,10 @@ mod tests {
             .as_any()
             .downcast_ref::<TestHelperSyscall>()
             .unwrap()
-            .get_mount_args();
+            .get_open_tree_args();
         assert_eq!(1, mount_args.len());
-        let bind = &mount_args[0];
-        assert_eq!(Some(PathBuf::from("/dev/null")), bind.source);
-        assert_eq!(tmp_dir.path().join("dev/null"), bind.target);
-        assert_eq!(MsFlags::MS_BIND, bind.flags);
-        assert!(bind.data.is_none());
+        assert_eq!(Some("/dev/null".to_string()), mount_args[0].path);
+        assert!(tmp_dir.path().join("dev/null").is_file());
 
         assert!(
             device
