@@ -147,8 +147,11 @@ pub fn read_u64(path: &Path) -> Option<u64> {
 /// On cgroup v2, memory+swap equal to the memory limit means `memory.swap.max` = 0; libcgroups 0.7
 /// computes that 0 and then skips writing it, leaving `max`. rloxsc writes it itself (verification
 /// then checks it).
-pub fn enforce_v2_no_swap(pid: i32, spec: &oci_spec::runtime::Spec) -> anyhow::Result<()> {
-    let Some(dir) = ProcessCgroups::of(pid).and_then(|c| c.v2_dir()) else {
+pub fn enforce_v2_no_swap(
+    cgroups: &ProcessCgroups,
+    spec: &oci_spec::runtime::Spec,
+) -> anyhow::Result<()> {
+    let Some(dir) = cgroups.v2_dir() else {
         return Ok(());
     };
     let f = dir.join("memory.swap.max");
@@ -172,11 +175,11 @@ pub fn enforce_v2_no_swap(pid: i32, spec: &oci_spec::runtime::Spec) -> anyhow::R
 /// On cgroup v2, libcgroups' device program also allows its defaults, among them `c 10:200 rwm`
 /// (/dev/net/tun), after the spec's deny-all. rloxsc attaches a second program to the container's
 /// cgroup that denies them; with BPF_F_ALLOW_MULTI every attached program must allow an access.
-pub fn deny_v2_default_devices(pid: i32) -> anyhow::Result<()> {
+pub fn deny_v2_default_devices(cgroups: &ProcessCgroups) -> anyhow::Result<()> {
     use libcgroups::v2::devices::{bpf::prog, emulator::Emulator, program::Program};
     use oci_spec::runtime::{LinuxDeviceCgroup, LinuxDeviceType};
     use std::os::fd::AsRawFd;
-    let Some(dir) = ProcessCgroups::of(pid).and_then(|c| c.v2_dir()) else {
+    let Some(dir) = cgroups.v2_dir() else {
         return Ok(());
     };
     let mut deny = LinuxDeviceCgroup::default();
@@ -219,8 +222,8 @@ pub fn device_programs(dir: &Path) -> Result<usize, String> {
 }
 
 /// libcontainer always appends `c 10:200 rwm` (/dev/net/tun) to a v1 device cgroup; take it back.
-pub fn deny_v1_default_devices(pid: i32) -> anyhow::Result<()> {
-    let Some(dir) = ProcessCgroups::of(pid).and_then(|c| c.v1_dir("devices")) else {
+pub fn deny_v1_default_devices(cgroups: &ProcessCgroups) -> anyhow::Result<()> {
+    let Some(dir) = cgroups.v1_dir("devices") else {
         return Ok(());
     };
     std::fs::write(dir.join("devices.deny"), "c 10:200 rwm").with_context(|| {

@@ -172,7 +172,8 @@ pub fn update(ctx: &Context, id: &str, resources: Option<&str>, flags: &UpdateFl
     ctx.layout.rewrite_spec(id, &spec)?;
 
     if let Some(pid) = c.pid() {
-        crate::cgroups::enforce_v2_no_swap(pid.as_raw(), &spec)?;
+        let cgroups = crate::cgroups::ProcessCgroups::of(pid.as_raw()).unwrap_or_default();
+        crate::cgroups::enforce_v2_no_swap(&cgroups, &spec)?;
     }
     if clamped.memory().is_some() {
         resize_store(ctx, id, &spec, &policy)?;
