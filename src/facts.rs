@@ -195,8 +195,7 @@ pub fn gather(
         cgroup_v1_hierarchies: cgroup_v1_hierarchies(),
         // the caller's choice, set by create once it is known to be usable here
         cgroup_driver: Default::default(),
-        runtime_root: std::fs::canonicalize(runtime_root)
-            .unwrap_or_else(|_| runtime_root.to_path_buf()),
+        runtime_root: crate::fsutil::canonical_state_root(runtime_root),
     })
 }
 

@@ -341,7 +341,7 @@ pub fn recorded_status(layout: &Layout, id: &str) -> Option<String> {
 
 /// The state root, canonical (as matched against the `--root` of other rloxsc processes).
 pub fn canonical_root(layout: &Layout) -> PathBuf {
-    std::fs::canonicalize(layout.root()).unwrap_or_else(|_| layout.root().to_path_buf())
+    crate::fsutil::canonical_state_root(layout.root())
 }
 
 /// Processes running the rloxsc binary as `create`/`run` of `id` under state root `root`.

@@ -448,6 +448,27 @@ pub fn openat2(
     Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as i32) })
 }
 
+/// The state root `root` canonicalized, once per process: each verb asks for it in several steps
+/// (the host facts, the footprint, the id ledger, the views' names), and each canonicalization
+/// reads every component's link back. A path that cannot be canonicalized is returned as given
+/// (and not remembered).
+pub fn canonical_state_root(root: &Path) -> PathBuf {
+    static SEEN: std::sync::Mutex<Option<(PathBuf, PathBuf)>> = std::sync::Mutex::new(None);
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((given, canonical)) = seen.as_ref() {
+        if given == root {
+            return canonical.clone();
+        }
+    }
+    match std::fs::canonicalize(root) {
+        Ok(canonical) => {
+            *seen = Some((root.to_path_buf(), canonical.clone()));
+            canonical
+        }
+        Err(_) => root.to_path_buf(),
+    }
+}
+
 #[cfg(test)]
 mod foreign_symlink_tests {
     use super::*;

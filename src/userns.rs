@@ -51,7 +51,7 @@ struct Owner {
 impl Owner {
     fn of(root: &Path, id: &str) -> Owner {
         Owner {
-            root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()),
+            root: crate::fsutil::canonical_state_root(root),
             id: id.to_string(),
         }
     }

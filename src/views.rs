@@ -138,7 +138,7 @@ impl ViewDir {
 /// `delete --force` after a runtime killed before it recorded anything still finds (and detaches)
 /// it. The name needs no secrecy: only host root and the container's own root uid can enter it.
 pub fn dir_for(root: &Path, id: &str) -> PathBuf {
-    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let root = crate::fsutil::canonical_state_root(root);
     let hash = |seed: u64| {
         let mut h = seed;
         for b in root
