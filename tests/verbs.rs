@@ -66,6 +66,55 @@ fn pause_freezes_and_resume_thaws() {
     );
 }
 
+// `list` (and a shim's `state`) read state.json while other verbs save it: libcontainer truncated the
+// file and then wrote it, so a reader could find it empty and `list` left the container out (seen
+// once in tests/clients' cri-pod-bridge). A save is now a new file renamed over the old one.
+#[test]
+fn a_state_file_being_saved_is_never_seen_empty_or_partial() {
+    if !require_prereqs(Need::Runtime) {
+        return;
+    }
+    let env = TestEnv::new("state-save");
+    let c = env.start_container(&base_spec(LONG_LIVED));
+    let state = env.root.join("containers").join(&c.id).join("state.json");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let (mut reads, mut bad) = (0u32, Vec::new());
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(b) = std::fs::read(&state) {
+                    reads += 1;
+                    if serde_json::from_slice::<serde_json::Value>(&b).is_err() {
+                        bad.push(String::from_utf8_lossy(&b).into_owned());
+                    }
+                }
+            }
+            (reads, bad)
+        })
+    };
+    // each pause and resume saves the state
+    for _ in 0..40 {
+        env.rloxsc(&["pause", &c.id]).expect_ok();
+        env.rloxsc(&["resume", &c.id]).expect_ok();
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (reads, bad) = reader.join().unwrap();
+    assert!(
+        reads > 100,
+        "the reader read the state file only {reads} times"
+    );
+    assert!(
+        bad.is_empty(),
+        "{} of {reads} reads of state.json were not a whole JSON document, e.g. {:?}",
+        bad.len(),
+        bad[0]
+    );
+    let listed = env.rloxsc(&["list", "-q"]);
+    listed.expect_ok();
+    assert!(listed.stdout.lines().any(|l| l == c.id), "{listed}");
+}
+
 // runc's bats "delete --force [paused container]": a frozen process takes its SIGKILL only once it
 // is thawed (v1's freezer), so the delete waited out its bound and failed with the cgroup left.
 #[test]

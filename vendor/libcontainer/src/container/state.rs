@@ -166,51 +166,62 @@ impl State {
     }
 
     #[instrument(level = "trace")]
+    /// Writes the state to a new file beside `state.json` and renames it over `state.json`, so a
+    /// concurrent reader (`state`, `list`, a shim polling) sees the old state or the new one,
+    /// never a truncated or half-written file.
     pub fn save(&self, container_root: &Path) -> Result<()> {
+        use std::os::unix::fs::OpenOptionsExt;
         let state_file_path = Self::file_path(container_root);
-        let file = fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .append(false)
-            .create(true)
-            .truncate(true)
-            .open(&state_file_path)
-            .map_err(|err| {
-                tracing::error!(
-                    state_file_path = ?state_file_path,
-                    err = %err,
-                    "failed to open container state file",
-                );
-                StateError::OpenStateFile {
-                    state_file_path: state_file_path.to_owned(),
-                    source: err,
-                }
-            })?;
-        let mut writer = BufWriter::new(file);
-        serde_json::to_writer(&mut writer, self).map_err(|err| {
+        let open_error = |err: std::io::Error| {
             tracing::error!(
-                ?state_file_path,
-                %err,
-                "failed to parse container state file",
+                state_file_path = ?state_file_path,
+                err = %err,
+                "failed to open container state file",
             );
-            StateError::ParseStateFile {
+            StateError::OpenStateFile {
                 state_file_path: state_file_path.to_owned(),
                 source: err,
             }
-        })?;
-        writer.flush().map_err(|err| {
-            tracing::error!(
-                ?state_file_path,
-                %err,
-                "failed to write container state file",
-            );
+        };
+        let write_error = |err: std::io::Error| {
+            tracing::error!(?state_file_path, %err, "failed to write container state file");
             StateError::WriteStateFile {
                 state_file_path: state_file_path.to_owned(),
                 source: err,
             }
-        })?;
-
-        Ok(())
+        };
+        // a name of this process's own: saves by two processes each rename a complete file
+        let temp_path = container_root.join(format!(
+            ".{}.{}.{:x}",
+            Self::STATE_FILE_PATH,
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default()
+        ));
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .mode(0o644)
+            .open(&temp_path)
+            .map_err(open_error)?;
+        let mut writer = BufWriter::new(file);
+        let written = serde_json::to_writer(&mut writer, self)
+            .map_err(|err| {
+                tracing::error!(?state_file_path, %err, "failed to parse container state file");
+                StateError::ParseStateFile {
+                    state_file_path: state_file_path.to_owned(),
+                    source: err,
+                }
+            })
+            .and_then(|()| writer.flush().map_err(write_error))
+            .and_then(|()| fs::rename(&temp_path, &state_file_path).map_err(write_error));
+        if written.is_err() {
+            let _ = fs::remove_file(&temp_path);
+        }
+        written
     }
 
     pub fn load(container_root: &Path) -> Result<Self> {
