@@ -25,8 +25,14 @@ pub fn list(ctx: &Context, format: ListFormat, quiet: bool) -> Result<()> {
             .collect();
         ids.sort();
         for id in ids {
-            if let Ok(c) = container::load(&ctx.layout, &id) {
-                states.push(runc_state(ctx, &c));
+            // one whose state cannot be read is named on stderr and left out, as runc does (one
+            // being created or deleted, without a state file, is left out silently)
+            match container::load(&ctx.layout, &id) {
+                Ok(c) => states.push(runc_state(ctx, &c)),
+                Err(e) if ctx.layout.container_dir(&id).join("state.json").exists() => {
+                    eprintln!("load container {id}: {e:#}")
+                }
+                Err(_) => {}
             }
         }
     }
