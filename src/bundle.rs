@@ -40,7 +40,7 @@ pub struct ContainerRecord {
     /// The egress allowlist in force when `update --egress-allow` changed it (never wider than the
     /// policy's); `None`: the policy's own.
     #[serde(default)]
-    pub egress_in_force: Option<Vec<crate::network::allow::EgressRule>>,
+    pub egress_in_force: Option<Vec<crate::egress_rule::EgressRule>>,
     /// What bounds the bytes the container writes (`limits.disk`, or its store), as create set it.
     #[serde(default)]
     pub disk: Option<crate::limits::disk::Bound>,

@@ -210,7 +210,7 @@ fn effective_policy(policy: &Policy, spec: &Spec) -> Policy {
         "an annotation widened network.mode"
     );
     assert!(
-        crate::network::allow::within(&p.egress_allow, &policy.egress_allow),
+        crate::egress_rule::within(&p.egress_allow, &policy.egress_allow),
         "an annotation widened network.egress_allow"
     );
     p

@@ -17,6 +17,7 @@ pub mod custodian;
 #[cfg(test)]
 mod docs_check;
 pub mod duration;
+pub mod egress_rule;
 pub mod errors;
 pub mod executor;
 pub mod exeseal;

@@ -251,7 +251,7 @@ pub struct Policy {
     /// Where an `inbound-only` container may connect besides loopback (the most `update
     /// --egress-allow` may give it).
     #[serde(default)]
-    pub egress_allow: Vec<crate::network::allow::EgressRule>,
+    pub egress_allow: Vec<crate::egress_rule::EgressRule>,
     /// Whether a caller's bind mounts may stay writable (they always get `nosuid,nodev`).
     pub writable_binds: bool,
     /// The paths a container may write when the caller mounts nothing at or above them (see
@@ -719,7 +719,7 @@ mod tests {
                 if p.egress_allow.is_empty() {
                     "default none".to_string()
                 } else {
-                    crate::network::allow::format_list(&p.egress_allow)
+                    crate::egress_rule::format_list(&p.egress_allow)
                 },
             ),
             (

@@ -438,7 +438,7 @@ fn parse_network(n: &NetworkSection, p: &mut Policy) -> Result<()> {
         p.egress_allow = list
             .iter()
             .map(|e| {
-                crate::network::allow::EgressRule::parse(e)
+                crate::egress_rule::EgressRule::parse(e)
                     .map_err(|why| anyhow::anyhow!("{}: {why}", crate::policy::keys::EGRESS_ALLOW))
             })
             .collect::<Result<_>>()?;
@@ -616,7 +616,7 @@ mod tests {
         assert!(parse("[limits]\ncpu_time = { default = \"2s\", ceiling = \"1s\" }").is_err());
         assert_eq!(p.network, NetworkMode::Namespace);
         assert_eq!(
-            crate::network::allow::format_list(&p.egress_allow),
+            crate::egress_rule::format_list(&p.egress_allow),
             "10.1.2.3:3128,fd00::/64"
         );
         let again = parse(

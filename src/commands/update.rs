@@ -238,7 +238,7 @@ fn resize_store(
 /// `update --egress-allow LIST`: the egress filter of container `id` replaced by one for `list`
 /// (within its effective policy's `network.egress_allow`), read back, and remembered in its state.
 pub fn egress(ctx: &Context, id: &str, list: &str) -> Result<()> {
-    use crate::network::allow::{format_list, within, EgressRule};
+    use crate::egress_rule::{format_list, within, EgressRule};
     use crate::policy::{keys, NetworkMode};
     let c = container::load(&ctx.layout, id)?;
     if c.status() == libcontainer::container::ContainerStatus::Stopped {

@@ -9,7 +9,7 @@
 use oci_spec::runtime::Spec;
 
 use super::Changes;
-use crate::network::allow::{within, EgressRule};
+use crate::egress_rule::{within, EgressRule};
 use crate::policy::{keys, Limit, NetworkMode, Policy};
 
 /// The annotation prefix.

@@ -17,9 +17,9 @@
 
 use std::net::IpAddr;
 
-use super::allow::EgressRule;
 use super::nftables::{base, meta, op, reject, Expr, Installed, ACCEPT, DROP, HOOK_OUTPUT};
 use super::nftables::{NFPROTO_IPV4, NFPROTO_IPV6, PRIORITY};
+use crate::egress_rule::EgressRule;
 
 /// Docker's embedded DNS resolver's address in a container on a user-defined network.
 pub const DOCKER_DNS: [u8; 4] = [127, 0, 0, 11];

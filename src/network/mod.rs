@@ -17,8 +17,10 @@
 //! ([`check_filter`], [`check_interfaces`]) reads the kernel's state back at create, `start` and
 //! `update`. The container cannot change either: it holds no CAP_NET_ADMIN (`capabilities.allowed`
 //! never grants it) and cannot make a user namespace to get one.
+//!
+//! The allowlist's vocabulary (an entry, its parser, `within`) is [`crate::egress_rule`], a
+//! foundation: the policy holds those rules as it holds sizes and durations.
 
-pub mod allow;
 pub mod egress;
 pub mod interfaces;
 pub mod netlink;
@@ -28,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-pub use allow::EgressRule;
+pub use crate::egress_rule::EgressRule;
 pub use interfaces::{
     bring_loopback_up, has_own_network_namespace, in_network_namespace, mark_inert,
     write_sysctls_in, INERT, KERNEL_DEVICES,
@@ -171,7 +173,7 @@ pub fn describe(egress: &[EgressRule]) -> String {
     if egress.is_empty() {
         "nothing else".into()
     } else {
-        format!("only {}", allow::format_list(egress))
+        format!("only {}", crate::egress_rule::format_list(egress))
     }
 }
 
