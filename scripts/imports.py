@@ -94,7 +94,8 @@ def resolve(path, here, mods):
 LAYERS = [
     # 0 foundations: data and kernel interfaces that know nothing of containers' lifecycles
     ("foundations", ["errors", "fsutil", "fstree", "mountapi", "mountinfo", "vmchild", "cgroups",
-                     "policy", "duration", "trust", "tty", "paths", "egress_rule"]),
+                     "policy", "duration", "trust", "tty", "paths", "egress_rule",
+                     "size", "specmount"]),
     # 1 the pure policy: the hardening transform, the seccomp allowlist, the policy file
     ("policy", ["harden", "seccomp", "policy_file", "limits::rules"]),
     # 2 the host side of one container: state, identity, filesystem, verification, records

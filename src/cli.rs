@@ -278,19 +278,14 @@ pub struct UpdateArgs {
     pub id: String,
 }
 
-/// Parses a byte count with an optional k/m/g suffix; -1 means unlimited.
+/// Parses a byte count (`crate::size`'s grammar, as runc's flags take it); -1 means unlimited.
 pub fn parse_bytes(s: &str) -> std::result::Result<i64, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let t = t.trim_end_matches('b');
-    let (num, mult) = match t.chars().last() {
-        Some('k') => (&t[..t.len() - 1], 1i64 << 10),
-        Some('m') => (&t[..t.len() - 1], 1 << 20),
-        Some('g') => (&t[..t.len() - 1], 1 << 30),
-        _ => (t, 1),
-    };
-    num.parse::<i64>()
-        .map(|v| v.saturating_mul(mult))
-        .map_err(|_| format!("invalid size {s:?}"))
+    if s.trim() == "-1" {
+        return Ok(-1);
+    }
+    crate::size::parse(s)
+        .and_then(|v| i64::try_from(v).ok())
+        .ok_or_else(|| format!("invalid size {s:?}"))
 }
 
 /// What a verb does, as far as the runtime's own safety is concerned. Decided in one place,
@@ -668,7 +663,7 @@ fn run_options(
         output: output
             .as_deref()
             .map(|v| {
-                crate::limits::rules::parse_size(v)
+                crate::size::parse(v)
                     .filter(|&n| n > 0)
                     .ok_or_else(|| anyhow::anyhow!("invalid --output {v:?} (e.g. 1M)"))
             })
@@ -738,7 +733,7 @@ fn create_options(
             .file_size
             .as_deref()
             .map(|v| {
-                crate::limits::rules::parse_size(v)
+                crate::size::parse(v)
                     .filter(|&n| n > 0)
                     .ok_or_else(|| anyhow::anyhow!("invalid --file-size {v:?} (e.g. 2M, 1048576)"))
             })

@@ -309,7 +309,7 @@ fn canonical_bind_sources(spec: &Spec, bundle: &Path) -> HashMap<PathBuf, PathBu
         .mounts()
         .iter()
         .flatten()
-        .filter(|m| crate::harden::filesystem::is_bind(m))
+        .filter(|m| crate::specmount::is_bind(m))
     {
         if let Some(src) = m.source() {
             // OCI: a relative source is relative to the bundle (libcontainer would resolve it against

@@ -45,6 +45,8 @@ pub mod record;
 pub mod rootfs;
 pub mod rootless;
 pub mod seccomp;
+pub mod size;
+pub mod specmount;
 pub mod subids;
 pub mod trust;
 pub mod tty;

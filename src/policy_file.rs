@@ -154,25 +154,12 @@ struct PolicyFile {
     cgroups: Option<CgroupsSection>,
 }
 
-/// Parses `512`, `"512M"`, `"16G"`, `"64k"` into a number (bytes for sizes).
+/// Parses `512`, `"512M"`, `"16G"`, `"64k"` into a number (bytes for sizes: `crate::size`'s grammar).
 fn num(n: &Num) -> Result<u64> {
     match n {
         Num::Int(v) => Ok(*v),
         Num::Text(s) => {
-            let t = s.trim();
-            let (digits, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
-                Some('K') => (&t[..t.len() - 1], 1u64 << 10),
-                Some('M') => (&t[..t.len() - 1], 1 << 20),
-                Some('G') => (&t[..t.len() - 1], 1 << 30),
-                Some('T') => (&t[..t.len() - 1], 1 << 40),
-                _ => (t, 1),
-            };
-            digits
-                .trim()
-                .parse::<u64>()
-                .ok()
-                .and_then(|v| v.checked_mul(mult))
-                .ok_or_else(|| anyhow!("{s:?} is not a number or size"))
+            crate::size::parse(s).ok_or_else(|| anyhow!("{s:?} is not a number or size"))
         }
     }
 }

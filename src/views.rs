@@ -261,9 +261,7 @@ pub fn prepare(
             {
                 continue;
             }
-            let is_bind = m.typ().as_deref() == Some("bind")
-                || opts.iter().any(|o| o == "bind" || o == "rbind");
-            if is_bind {
+            if crate::specmount::is_bind(m) {
                 bind_view(m, &opts, views, own_mapping, user)?;
             } else if m.typ().as_deref() == Some("tmpfs")
                 && m.destination() != Path::new("/dev")
@@ -348,7 +346,7 @@ fn bind_view(
     let Some(src) = m.source().clone() else {
         return Ok(());
     };
-    let recursive = opts.iter().any(|o| o == "rbind");
+    let recursive = crate::specmount::is_recursive_bind(m);
     let clone = mountapi::clone_path(&src, recursive).with_context(|| {
         format!(
             "bind source {} of {}",

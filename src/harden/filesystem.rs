@@ -10,6 +10,7 @@ use oci_spec::runtime::{Mount, Spec};
 use super::{refuse, Changes, HostFacts, Refusal};
 use crate::paths::normal_abs;
 use crate::policy::{self, keys, Policy};
+use crate::specmount::is_bind;
 
 /// Kernel filesystems a caller may mount (anything else but a bind mount is refused).
 pub const KERNEL_MOUNT_TYPES: &[&str] = &[
@@ -96,11 +97,6 @@ fn opts(m: &Mount) -> Vec<String> {
     m.options().clone().unwrap_or_default()
 }
 
-/// Whether `m` is a bind mount (type `bind`, or a `bind`/`rbind` option): its source is a path.
-pub(crate) fn is_bind(m: &Mount) -> bool {
-    m.typ().as_deref() == Some("bind") || opts(m).iter().any(|o| o == "bind" || o == "rbind")
-}
-
 /// Adds `flag` to `options` unless present; removes the opposite flag. Returns whether anything changed.
 fn ensure_flag(options: &mut Vec<String>, flag: &str, opposite: &str) -> bool {
     let before = options.clone();
@@ -109,16 +105,6 @@ fn ensure_flag(options: &mut Vec<String>, flag: &str, opposite: &str) -> bool {
         options.push(flag.to_string());
     }
     *options != before
-}
-
-fn parse_size(s: &str) -> Option<u64> {
-    let (num, mult) = match s.chars().last()? {
-        'k' | 'K' => (&s[..s.len() - 1], 1024u64),
-        'm' | 'M' => (&s[..s.len() - 1], 1024 * 1024),
-        'g' | 'G' => (&s[..s.len() - 1], 1024 * 1024 * 1024),
-        _ => (s, 1),
-    };
-    num.parse::<u64>().ok()?.checked_mul(mult)
 }
 
 /// Clamps a tmpfs mount's `size=`: absent, zero (unlimited) or above the ceiling is replaced; never
@@ -131,7 +117,10 @@ fn clamp_tmpfs_size(
     let current = options
         .iter()
         .find_map(|o| o.strip_prefix("size=").map(str::to_string));
-    let requested = current.as_deref().and_then(parse_size).filter(|&v| v > 0);
+    let requested = current
+        .as_deref()
+        .and_then(crate::size::parse)
+        .filter(|&v| v > 0);
     let mut size = policy.tmpfs_bytes.clamp(requested);
     if let Some(m) = memory {
         size = size.min((m / 2).max(1 << 20) / 1024 * 1024);
@@ -889,7 +878,7 @@ mod tests {
             let size = o
                 .iter()
                 .find_map(|x| x.strip_prefix("size="))
-                .and_then(parse_size);
+                .and_then(crate::size::parse);
             assert!(size.is_some_and(|v| v <= 8 << 20), "{dest}: {o:?}");
         }
         let once = s.clone();
@@ -1030,14 +1019,6 @@ mod tests {
             !ro.iter().any(|p| p.starts_with("/sys/fs/cgroup")),
             "{ro:?}"
         );
-    }
-
-    #[test]
-    fn size_parsing() {
-        assert_eq!(parse_size("64m"), Some(64 * 1024 * 1024));
-        assert_eq!(parse_size("65536k"), Some(65536 * 1024));
-        assert_eq!(parse_size("100"), Some(100));
-        assert_eq!(parse_size("x"), None);
     }
 
     fn with_cwd(cwd: &str) -> Spec {

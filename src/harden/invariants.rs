@@ -11,9 +11,9 @@ use std::path::{Component, Path, PathBuf};
 
 use oci_spec::runtime::{Capability, Mount, PosixRlimitType, Spec};
 
-use super::filesystem::is_bind;
 use super::HostFacts;
 use crate::policy::{self, Policy};
+use crate::specmount::is_bind;
 
 /// The policy key a broken invariant is reported under.
 pub const KEY: &str = crate::policy::keys::INVARIANTS;

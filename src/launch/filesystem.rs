@@ -110,12 +110,7 @@ pub fn rootfs_request(
         if nested || dest == Path::new("/") || is_writable_path(m) {
             continue;
         }
-        let is_bind = m.typ().as_deref() == Some("bind")
-            || m.options()
-                .iter()
-                .flatten()
-                .any(|o| o == "bind" || o == "rbind");
-        let file = is_bind
+        let file = crate::specmount::is_bind(m)
             && m.source()
                 .as_ref()
                 .and_then(|s| std::fs::metadata(s).ok())

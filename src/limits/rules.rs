@@ -18,18 +18,6 @@ pub struct Requested {
     pub file_size: Option<u64>,
 }
 
-/// Parses a size as the annotations and flags write it: bytes, or with K, M or G (binary).
-pub fn parse_size(v: &str) -> Option<u64> {
-    let t = v.trim();
-    let (d, m) = match t.chars().last()?.to_ascii_uppercase() {
-        'K' => (&t[..t.len() - 1], 1u64 << 10),
-        'M' => (&t[..t.len() - 1], 1 << 20),
-        'G' => (&t[..t.len() - 1], 1 << 30),
-        _ => (t, 1),
-    };
-    d.trim().parse::<u64>().ok()?.checked_mul(m)
-}
-
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
@@ -42,11 +30,11 @@ pub fn annotation(name: &str, v: &str, p: &mut Policy) -> Option<Option<&'static
             p.cpu_time_ms.tighten(millis(d));
             keys::CPU_TIME
         })),
-        "file_size" => Some(parse_size(v).filter(|&n| n > 0).map(|n| {
+        "file_size" => Some(crate::size::parse(v).filter(|&n| n > 0).map(|n| {
             p.file_size_bytes.tighten(n);
             keys::FILE_SIZE
         })),
-        "disk" => Some(parse_size(v).filter(|&n| n >= 1 << 20).map(|n| {
+        "disk" => Some(crate::size::parse(v).filter(|&n| n >= 1 << 20).map(|n| {
             p.disk_bytes.default = p.disk_bytes.default.min(n);
             p.disk_bytes.ceiling = p.disk_bytes.ceiling.min(n);
             keys::DISK

@@ -191,13 +191,7 @@ fn bind_destinations(spec: &Spec) -> Vec<PathBuf> {
     spec.mounts()
         .iter()
         .flatten()
-        .filter(|m| {
-            m.typ().as_deref() == Some("bind")
-                || m.options()
-                    .iter()
-                    .flatten()
-                    .any(|o| o == "bind" || o == "rbind")
-        })
+        .filter(|m| crate::specmount::is_bind(m))
         .map(|m| m.destination().clone())
         // a bind at the root would exempt every mount below it
         .filter(|d| d != Path::new("/"))
@@ -350,13 +344,7 @@ fn check_binds_and_writable(mounts: &[MountLine], spec: &Spec) -> Vec<Failure> {
         .mounts()
         .iter()
         .flatten()
-        .filter(|m| {
-            m.typ().as_deref() == Some("bind")
-                || m.options()
-                    .iter()
-                    .flatten()
-                    .any(|o| o == "bind" || o == "rbind")
-        })
+        .filter(|m| crate::specmount::is_bind(m))
         .map(|m| {
             let has_opt = |f: &str| m.options().iter().flatten().any(|o| o == f);
             (
