@@ -244,15 +244,12 @@ pub fn release(layout: &Layout, id: &str) -> Vec<String> {
             left.push(format!("its state directory {}: {e}", dir.display()));
         }
     }
-    // 5. the view directory (also one a create killed before it recorded it made)
-    for v in l
-        .views
-        .iter()
-        .cloned()
-        .chain(std::iter::once(crate::views::dir_for(layout.root(), id)))
-    {
-        crate::views::ViewDir::remove(&v);
+    // 5. the view directory (also one a create killed before it recorded it made), each once
+    let made = crate::views::dir_for(layout.root(), id);
+    for v in l.views.iter().filter(|v| **v != made) {
+        crate::views::ViewDir::remove(v);
     }
+    crate::views::ViewDir::remove(&made);
     // 6. the client's layer as kept: rloxsc's work directory in it, the clone detached (the private
     // bundle below holds the clone's mount point: it is never removed while the clone is there)
     if let Some(k) = &l.layer {
