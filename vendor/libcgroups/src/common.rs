@@ -16,6 +16,16 @@ use super::stats::Stats;
 use super::{systemd, v1, v2};
 
 pub const CGROUP_PROCS: &str = "cgroup.procs";
+
+/// Opens `/proc/self/<name>` (`mountinfo`, `cgroup`) of the calling process. The cgroup managers
+/// run in the runtime's own processes, in the host's mount namespace, where `/proc` is the host's
+/// (no container can mount over it): it is opened directly. pathrs's verified procfs handle checked
+/// the whole handle again on every call (about 25 system calls each, three times in every create's
+/// intermediate process); it defends against a container's mount namespace, where the init's own
+/// procfs reads keep using it.
+pub fn open_proc_self(name: &str) -> std::io::Result<File> {
+    File::open(Path::new("/proc/self").join(name))
+}
 pub const DEFAULT_CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
 #[cfg(feature = "systemd")]

@@ -4,8 +4,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nix::unistd::Pid;
-use pathrs::flags::OpenFlags;
-use pathrs::procfs::{ProcfsBase, ProcfsHandle};
 use procfs::{FromRead, ProcError, ProcessCGroups};
 
 use super::blkio::{Blkio, V1BlkioStatsError};
@@ -144,11 +142,13 @@ impl Manager {
     }
 
     fn process_cgroups() -> Result<ProcessCGroups, V1ManagerError> {
-        Ok(ProcessCGroups::from_read(ProcfsHandle::new()?.open(
-            ProcfsBase::ProcSelf,
-            "cgroup",
-            OpenFlags::O_RDONLY | OpenFlags::O_CLOEXEC,
-        )?)?)
+        let file = common::open_proc_self("cgroup").map_err(|err| {
+            V1ManagerError::WrappedIo(WrappedIoError::Open {
+                err,
+                path: "/proc/self/cgroup".into(),
+            })
+        })?;
+        Ok(ProcessCGroups::from_read(file)?)
     }
 
     fn get_subsystem_path(

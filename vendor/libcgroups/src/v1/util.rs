@@ -2,8 +2,6 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
-use pathrs::flags::OpenFlags;
-use pathrs::procfs::{ProcfsBase, ProcfsHandle};
 use procfs::ProcError;
 use procfs::process::MountInfo;
 
@@ -25,11 +23,9 @@ pub enum V1MountPointError {
 /// List all cgroup v1 subsystem mount points on the system. This can include unsupported
 /// subsystems, comounted controllers and named hierarchies.
 pub fn list_subsystem_mount_points() -> Result<Vec<PathBuf>, V1MountPointError> {
-    let reader = BufReader::new(ProcfsHandle::new()?.open(
-        ProcfsBase::ProcSelf,
-        "mountinfo",
-        OpenFlags::O_RDONLY | OpenFlags::O_CLOEXEC,
-    )?);
+    let reader = BufReader::new(
+        crate::common::open_proc_self("mountinfo").map_err(V1MountPointError::Io)?,
+    );
 
     reader
         .lines()
@@ -66,11 +62,9 @@ pub fn list_supported_mount_points() -> Result<HashMap<ControllerType, PathBuf>,
 /// from `/proc/self/mountinfo` once (a caller that looks up several subsystems reads and parses it
 /// once, not once per subsystem).
 pub fn cgroup_mounts() -> Result<Vec<MountInfo>, V1MountPointError> {
-    let reader = BufReader::new(ProcfsHandle::new()?.open(
-        ProcfsBase::ProcSelf,
-        "mountinfo",
-        OpenFlags::O_RDONLY | OpenFlags::O_CLOEXEC,
-    )?);
+    let reader = BufReader::new(
+        crate::common::open_proc_self("mountinfo").map_err(V1MountPointError::Io)?,
+    );
 
     reader
         .lines()

@@ -1,8 +1,6 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use pathrs::flags::OpenFlags;
-use pathrs::procfs::{ProcfsBase, ProcfsHandle};
 use procfs::ProcError;
 use procfs::process::MountInfo;
 
@@ -30,11 +28,7 @@ pub enum V2UtilError {
 
 // Reads the `/proc/self/mountinfo` to get the mount point of this cgroup
 pub fn get_unified_mount_point() -> Result<PathBuf, V2UtilError> {
-    let reader = BufReader::new(ProcfsHandle::new()?.open(
-        ProcfsBase::ProcSelf,
-        "mountinfo",
-        OpenFlags::O_RDONLY | OpenFlags::O_CLOEXEC,
-    )?);
+    let reader = BufReader::new(crate::common::open_proc_self("mountinfo")?);
 
     reader
         .lines()
