@@ -136,6 +136,14 @@ fn process_cgroup_paths() -> Result<HashMap<String, String>> {
     Ok(process_cgroups)
 }
 
+/// Whether a new mount needs its attributes set on itself apart from the recursive setting: not when
+/// it has none to set (a no-op), nor when the recursive setting (which covers the mount itself) is
+/// the same.
+fn needs_plain_setattr(attr: &linux::MountAttr, config: &MountOptionConfig) -> bool {
+    let none = attr.attr_set == 0 && attr.attr_clr == 0 && attr.propagation == 0;
+    !none && config.rec_attr.as_ref() != Some(attr)
+}
+
 /// The mount destination `dest`, resolved inside `root` (no symlink leaving it, no magic link),
 /// when it already exists as what the mount needs: a directory when `want_dir`, any other kind of
 /// file otherwise. Then nothing has to be created and the destination is resolved once, instead of
@@ -205,6 +213,9 @@ pub struct MountOptions<'a> {
 pub struct Mount {
     syscall: Box<dyn Syscall>,
     mountinfo_provider: Box<dyn MountInfoProvider>,
+    /// The rootfs opened for the mounts into it, once for all of them (each mount opened it again);
+    /// a mount over the rootfs itself drops it.
+    root: std::cell::RefCell<Option<(PathBuf, Root)>>,
 }
 
 impl Default for Mount {
@@ -218,6 +229,7 @@ impl Mount {
         Mount {
             syscall: create_syscall(),
             mountinfo_provider: Box::new(ProcMountInfoProvider::new()),
+            root: Default::default(),
         }
     }
 
@@ -661,6 +673,17 @@ impl Mount {
         Ok(parent_mount)
     }
 
+    /// The rootfs `rootfs`, opened on the first mount into it and kept for the next ones.
+    fn root_of(&self, rootfs: &Path) -> Result<std::cell::Ref<'_, Root>> {
+        let stale = !matches!(self.root.borrow().as_ref(), Some((p, _)) if p == rootfs);
+        if stale {
+            *self.root.borrow_mut() = Some((rootfs.to_path_buf(), Root::open(rootfs)?));
+        }
+        Ok(std::cell::Ref::map(self.root.borrow(), |r| {
+            &r.as_ref().expect("the rootfs was just opened").1
+        }))
+    }
+
     fn mount_into_container(
         &self,
         m: &SpecMount,
@@ -681,7 +704,8 @@ impl Mount {
             }
         }
 
-        let root = Root::open(rootfs)?;
+        let root_guard = self.root_of(rootfs)?;
+        let root: &Root = &root_guard;
         let container_dest = m.destination();
 
         let source = m.source().as_ref().ok_or(MountError::NoSource)?;
@@ -751,14 +775,23 @@ impl Mount {
             Some(fd) => fd,
             None => root.resolve(container_dest)?.into(),
         };
-        self.mount_at(
+        drop(root_guard);
+        let mounted = self.mount_at(
             m,
             &src,
             src_fd.as_ref().map(|fd| fd.as_fd()),
             dest.as_fd(),
             mount_option_config,
             &data_options,
-        )
+        );
+        // a mount over the rootfs itself: the next mount opens what is there now
+        if container_dest
+            .components()
+            .all(|c| matches!(c, std::path::Component::RootDir | std::path::Component::CurDir))
+        {
+            *self.root.borrow_mut() = None;
+        }
+        mounted
     }
 
     /// Mounts `m` (whose source is `src`) on the directory or file `dest_fd`, already resolved
@@ -819,13 +852,15 @@ impl Mount {
                 mount_option_config.flags,
             );
 
-            self.syscall.mount_setattr(
-                mount_fd,
-                Path::new(""),
-                linux::AT_EMPTY_PATH,
-                &mount_attr,
-                mem::size_of::<linux::MountAttr>(),
-            )?;
+            if needs_plain_setattr(&mount_attr, mount_option_config) {
+                self.syscall.mount_setattr(
+                    mount_fd,
+                    Path::new(""),
+                    linux::AT_EMPTY_PATH,
+                    &mount_attr,
+                    mem::size_of::<linux::MountAttr>(),
+                )?;
+            }
 
             // rec_attr is applied recursively
             if let Some(rec_attr) = &mount_option_config.rec_attr {
@@ -908,13 +943,15 @@ impl Mount {
                     mount_option_config.flags,
                 );
 
-                self.syscall.mount_setattr(
-                    mount_fd,
-                    Path::new(""),
-                    linux::AT_EMPTY_PATH,
-                    &mount_attr,
-                    mem::size_of::<linux::MountAttr>(),
-                )?;
+                if needs_plain_setattr(&mount_attr, mount_option_config) {
+                    self.syscall.mount_setattr(
+                        mount_fd,
+                        Path::new(""),
+                        linux::AT_EMPTY_PATH,
+                        &mount_attr,
+                        mem::size_of::<linux::MountAttr>(),
+                    )?;
+                }
 
                 // rec_attr is applied recursively
                 if let Some(rec_attr) = &mount_option_config.rec_attr {
