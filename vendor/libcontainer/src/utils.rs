@@ -259,9 +259,23 @@ pub fn create_dir_all_with_mode<P: AsRef<Path>>(
 }
 
 pub fn is_in_new_userns() -> Result<bool, std::io::Error> {
+    // The answer is the user namespace's: it is remembered for the namespace (the inode of
+    // /proc/self/ns/user, one stat) and the uid map read again only in another one. A clone in the
+    // same namespace keeps a right answer; unshare or setns into another namespace changes the inode.
+    static SEEN: std::sync::Mutex<Option<(u64, u64, bool)>> = std::sync::Mutex::new(None);
+    let ns = nix::sys::stat::stat("/proc/self/ns/user").map_err(std::io::Error::from)?;
+    let (dev, ino) = (ns.st_dev as u64, ns.st_ino as u64);
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((d, i, answer)) = *seen {
+        if (d, i) == (dev, ino) {
+            return Ok(answer);
+        }
+    }
     let uid_map_path = "/proc/self/uid_map";
     let content = std::fs::read_to_string(uid_map_path)?;
-    Ok(!content.contains("4294967295"))
+    let answer = !content.contains("4294967295");
+    *seen = Some((dev, ino, answer));
+    Ok(answer)
 }
 
 /// Checks if rootless mode needs to be used
