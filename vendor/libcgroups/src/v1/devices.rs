@@ -18,17 +18,26 @@ impl Controller for Devices {
         let Some(devices) = controller_opt.resources.devices().as_ref() else {
             return Ok(());
         };
-        for d in devices {
-            Self::apply_device(d, cgroup_root)?;
-        }
-
-        for d in [
+        // the spec's rules, then the defaults; an allow rule already written since the last deny is
+        // not written again (the kernel's exception list would not change: the spec's own rules
+        // and the defaults name the same devices, ~10 repeated writes of three system calls each)
+        let defaults: Vec<LinuxDeviceCgroup> = [
             default_devices().iter().map(|d| d.into()).collect(),
             default_allow_devices(),
         ]
-        .concat()
-        {
-            Self::apply_device(&d, cgroup_root)?;
+        .concat();
+        let mut allowed: Vec<String> = Vec::new();
+        for d in devices.iter().chain(defaults.iter()) {
+            let rule = d.to_string();
+            if !d.allow() {
+                allowed.clear();
+            } else if allowed.contains(&rule) {
+                continue;
+            }
+            Self::apply_device(d, cgroup_root)?;
+            if d.allow() {
+                allowed.push(rule);
+            }
         }
 
         Ok(())
