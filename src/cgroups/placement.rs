@@ -364,20 +364,23 @@ impl Placement {
         })
     }
 
-    /// The cgroup's directory in every hierarchy that has it (each v1 hierarchy, the v2 tree), each
-    /// once (v1's `cpu` and `cpuacct` are symlinks to `cpu,cpuacct`).
+    /// Where the cgroup's directory is in every hierarchy that may have it: the v2 tree on a v2
+    /// host; each v1 hierarchy (a hybrid host's cgroup2 mount among them) on a v1 host, each once
+    /// (v1's `cpu` and `cpuacct` are symlinks to `cpu,cpuacct`). Not asked whether each exists: the
+    /// removal's `rmdir` says so (ENOENT counts as removed), one system call where a stat and then
+    /// the rmdir were two.
     fn dirs(&self) -> Vec<PathBuf> {
+        // on a v2 host the directories below the root are other cgroups, not hierarchies
+        if !super::host_is_v1() {
+            return vec![self.v2_dir()];
+        }
         let Ok(rd) = std::fs::read_dir(ROOT) else {
             return vec![];
         };
-        let mut dirs: Vec<PathBuf> = rd
-            .flatten()
+        rd.flatten()
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .map(|e| self.below(&e.path()))
-            .collect();
-        dirs.push(self.v2_dir());
-        dirs.retain(|d| d.join("cgroup.procs").exists());
-        dirs
+            .collect()
     }
 
     /// Removes the cgroup (its processes killed first; under systemd its unit stopped), bounded in
@@ -390,9 +393,6 @@ impl Placement {
         // below is for what that leaves (a process still exiting) and for systemd's units
         if self.driver == Driver::Cgroupfs {
             let dirs = self.dirs();
-            if dirs.is_empty() {
-                return Ok(());
-            }
             self.kill_all();
             if self.oom_killed() {
                 std::thread::sleep(OOM_NOTICE);
