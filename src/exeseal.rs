@@ -40,15 +40,12 @@ pub enum Sealing {
 /// How `path` (normally `/proc/self/exe` or `/proc/<pid>/exe`) is protected.
 pub fn sealing_of(path: &Path) -> Sealing {
     let c = CString::new(path.as_os_str().as_bytes()).expect("no NUL in a path");
-    // SAFETY: statfs and statvfs are plain-data C structs, for which all-zero bytes are valid.
-    let (mut st, mut sv): (libc::statfs, libc::statvfs) =
-        unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
-    // SAFETY: `c` is a NUL-terminated path and `st` a struct the kernel fills.
-    let statfs_ok = unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0;
-    // SAFETY: as above, for statvfs.
-    let statvfs_ok = unsafe { libc::statvfs(c.as_ptr(), &mut sv) } == 0;
-    let read_only = statvfs_ok && (sv.f_flag & libc::ST_RDONLY) != 0;
-    if statfs_ok && read_only && st.f_type == OVERLAYFS_SUPER_MAGIC {
+    // one statfs: the mount's flags are in its f_flags (statvfs asked statfs again for them)
+    let st = nix::sys::statfs::statfs(path).ok();
+    let read_only = st
+        .as_ref()
+        .is_some_and(|s| s.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY));
+    if read_only && st.is_some_and(|s| s.filesystem_type().0 == OVERLAYFS_SUPER_MAGIC) {
         return Sealing::ReadOnlyOverlay;
     }
     if read_only {
