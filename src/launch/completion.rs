@@ -9,7 +9,7 @@ use oci_spec::runtime::Spec;
 use super::build::Built;
 use super::{complete_init, verify_init};
 use crate::bundle::ContainerRecord;
-use crate::cgroups::Placement;
+use crate::cgroups::{Placement, ProcessCgroups};
 use crate::context::Context;
 use crate::harden::HostFacts;
 use crate::policy::keys;
@@ -31,12 +31,14 @@ pub(super) fn completion(
         .container
         .pid()
         .ok_or_else(|| anyhow!("container {id:?} has no init pid after create"))?;
+    // the init's cgroups, read once for the placement check and the steps libcontainer leaves out
+    let cgroups = crate::cgroups::ProcessCgroups::of(pid.as_raw()).unwrap_or_default();
     if let Some(cg) = placement {
-        check_placement(id, pid, cg)?;
+        check_placement(id, &cgroups, cg)?;
     }
     complete(
         id,
-        pid.as_raw(),
+        (pid.as_raw(), &cgroups),
         &built.host_spec,
         &built.record,
         host,
@@ -56,9 +58,9 @@ pub(super) fn completion(
 }
 
 /// Refuses an init outside the cgroup its placement names (where every later verb looks for it).
-fn check_placement(id: &str, pid: Pid, cg: &Placement) -> Result<()> {
+fn check_placement(id: &str, cgroups: &ProcessCgroups, cg: &Placement) -> Result<()> {
     // every later verb finds the container's processes where its placement says they are
-    let actual = crate::cgroups::ProcessCgroups::of(pid.as_raw()).and_then(|c| c.procs_dir());
+    let actual = cgroups.procs_dir();
     if actual.as_deref() != Some(cg.procs_dir().as_path()) {
         bail!(
             "cannot create container {id:?}: its init is in the cgroup {}, not in {} where its cgroups path {} names it (policy key {})",
@@ -74,14 +76,14 @@ fn check_placement(id: &str, pid: Pid, cg: &Placement) -> Result<()> {
 /// What libcontainer leaves out, the terminal's owner, the check from outside, the views detached.
 fn complete(
     id: &str,
-    pid: i32,
+    (pid, cgroups): (i32, &ProcessCgroups),
     spec: &Spec,
     record: &ContainerRecord,
     host: &HostFacts,
     (made, views): (&rootfs::Assembled, &ViewDir),
     terminal_owner: Option<(u32, u32)>,
 ) -> Result<()> {
-    complete_init(pid, spec)?;
+    complete_init(pid, cgroups, spec)?;
     crate::network::contain(id, pid, spec, &record.policy, &record.policy.egress_allow)?;
     if let Some(o) = terminal_owner {
         super::give_terminal_to(pid, o);

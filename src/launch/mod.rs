@@ -160,12 +160,10 @@ pub fn verify_init(
 
 /// What libcontainer leaves out, done from outside once the init exists: the device rules it adds
 /// behind the spec's back taken back, v2 swap really off, loopback up in a new network namespace.
-fn complete_init(pid: i32, spec: &Spec) -> Result<()> {
-    // the init's cgroups, read once for the three steps
-    let cgroups = crate::cgroups::ProcessCgroups::of(pid).unwrap_or_default();
-    crate::cgroups::deny_v1_default_devices(&cgroups)?;
-    crate::cgroups::enforce_v2_no_swap(&cgroups, spec)?;
-    crate::cgroups::deny_v2_default_devices(&cgroups)?;
+fn complete_init(pid: i32, cgroups: &crate::cgroups::ProcessCgroups, spec: &Spec) -> Result<()> {
+    crate::cgroups::deny_v1_default_devices(cgroups)?;
+    crate::cgroups::enforce_v2_no_swap(cgroups, spec)?;
+    crate::cgroups::deny_v2_default_devices(cgroups)?;
     let new_netns = crate::network::has_own_network_namespace(spec);
     if new_netns {
         crate::network::bring_loopback_up(pid).with_context(|| {
