@@ -383,8 +383,10 @@ impl Placement {
             .collect()
     }
 
-    /// Removes the cgroup (its processes killed first; under systemd its unit stopped), bounded in
-    /// time. An error when it still exists at the end.
+    /// Removes the cgroup, bounded in time, once the caller has killed its processes
+    /// ([`Placement::kill_all`], as the release does first): a process still there (exiting, or
+    /// started since) is killed again before each further try; under systemd its unit is stopped.
+    /// An error when it still exists at the end.
     pub fn remove(&self, id: &str) -> Result<()> {
         use libcgroups::common::CgroupManager;
         // gone already (libcontainer's delete removed it): nothing to open under cgroupfs; a
@@ -393,7 +395,6 @@ impl Placement {
         // below is for what that leaves (a process still exiting) and for systemd's units
         if self.driver == Driver::Cgroupfs {
             let dirs = self.dirs();
-            self.kill_all();
             if self.oom_killed() {
                 std::thread::sleep(OOM_NOTICE);
             }
