@@ -215,9 +215,9 @@ fn remove_stale_copies(keep: &Path) {
 /// started from lives (checked against its own file before it is believed).
 const ORIGIN_VAR: &str = "RLOXSC_EXE_ORIGIN";
 
-/// Where the running rloxsc binary is installed (not its sealed copy): the path the unsealed
-/// invocation resolved, when it names the same file as `/proc/self/exe`, else `/proc/self/exe`'s
-/// target.
+/// Where the running rloxsc binary is installed (not its sealed copy), canonical: the path the
+/// unsealed invocation resolved, when it names the same file as `/proc/self/exe`, else
+/// `/proc/self/exe`'s target (which the kernel gives canonical already).
 pub fn origin() -> Option<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let me = std::fs::metadata("/proc/self/exe").ok()?;
@@ -225,7 +225,7 @@ pub fn origin() -> Option<PathBuf> {
         |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.dev() == me.dev() && m.ino() == me.ino());
     if let Some(p) = std::env::var_os(ORIGIN_VAR).map(PathBuf::from) {
         if same(&p) {
-            return Some(p);
+            return std::fs::canonicalize(p).ok();
         }
     }
     std::fs::read_link("/proc/self/exe")

@@ -342,10 +342,7 @@ fn image_home_when_unset(spec: &Spec, rootfs: &Path) -> Option<HomeLookup> {
 
 /// The runtime's own binaries: where it was started from (canonical) and its sealed copy.
 fn runtime_binaries() -> Vec<PathBuf> {
-    let mut runtime_binaries: Vec<PathBuf> = crate::exeseal::origin()
-        .and_then(|p| std::fs::canonicalize(p).ok())
-        .into_iter()
-        .collect();
+    let mut runtime_binaries: Vec<PathBuf> = crate::exeseal::origin().into_iter().collect();
     runtime_binaries.push(PathBuf::from(crate::exeseal::SEALED_DIR).join("rloxsc"));
     runtime_binaries
 }
